@@ -1,0 +1,6 @@
+"""``python -m ncclcheck``."""
+
+from ncclcheck.cli import main
+
+if __name__ == "__main__":
+    main()

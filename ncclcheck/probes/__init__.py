@@ -1,0 +1,27 @@
+"""The probe registry: section name -> collector, in the order they run and print.
+
+Each probe module has pure ``parse_*`` functions over text and one thin
+``collect(host, errors) -> dict`` that reads through the :class:`~ncclcheck.host.Host` only.
+``collect`` raises :class:`~ncclcheck.host.Unavailable` when the subsystem is absent, appends
+non-fatal problems to ``errors``, and may raise anything else: :mod:`ncclcheck.probe` turns that
+into the section's ``error`` status and runs the next probe.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ncclcheck.probes import env, gpu, host, ib, limits, nccl, network
+
+Collector = Callable[[Any, list], dict]
+
+#: The sections of a facts document. Explicit and ordered; no discovery.
+PROBES: dict[str, Collector] = {
+    "host": host.collect,
+    "gpu": gpu.collect,
+    "nccl": nccl.collect,
+    "network": network.collect,
+    "ib": ib.collect,
+    "limits": limits.collect,
+    "env": env.collect,
+}

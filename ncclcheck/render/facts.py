@@ -1,0 +1,129 @@
+"""Render a facts document as rich tables: one panel per section, then the findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+STATUS_STYLE = {"ok": "green", "unavailable": "yellow", "error": "bold red"}
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+MAX_ROWS = 64
+
+
+def fmt(value: Any) -> str:
+    """A cell's text: lists joined, None as '-', floats trimmed.
+
+    >>> fmt(None), fmt([1, "a"]), fmt(0.5), fmt(True)
+    ('-', '1, a', '0.5', 'yes')
+    """
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(fmt(v) for v in value if not isinstance(v, (dict, list)))
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={fmt(v)}" for k, v in value.items()
+                         if not isinstance(v, (dict, list)))
+    return str(value)
+
+
+def table_of_rows(title: str, rows: list[dict[str, Any]]) -> Table:
+    """A table whose columns are the scalar keys the rows share."""
+    columns: list[str] = []
+    for row in rows:
+        for key, value in row.items():
+            if key not in columns and not isinstance(value, (dict, list)) or (
+                    key not in columns and isinstance(value, list)
+                    and all(not isinstance(v, (dict, list)) for v in value)):
+                columns.append(key)
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows[:MAX_ROWS]:
+        table.add_row(*(fmt(row.get(c)) for c in columns))
+    if len(rows) > MAX_ROWS:
+        table.caption = f"{len(rows) - MAX_ROWS} more rows in --json"
+    return table
+
+
+def blocks(name: str, data: Any) -> list[Any]:
+    """Renderables for one value: scalars as a key/value grid, lists of dicts as tables."""
+    out: list[Any] = []
+    if isinstance(data, dict):
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold")
+        grid.add_column(overflow="fold")
+        nested: list[tuple[str, Any]] = []
+        for key, value in data.items():
+            if isinstance(value, dict) and value and any(isinstance(v, (dict, list))
+                                                         for v in value.values()):
+                nested.append((key, value))
+            elif isinstance(value, list) and value and isinstance(value[0], dict):
+                nested.append((key, value))
+            elif isinstance(value, dict) and value and all(isinstance(v, dict)
+                                                           for v in value.values()):
+                nested.append((key, value))
+            else:
+                grid.add_row(key, fmt(value))
+        if grid.row_count:
+            out.append(grid)
+        for key, value in nested:
+            if isinstance(value, list):
+                out.append(table_of_rows(f"{name}.{key}", value))
+            elif all(isinstance(v, dict) for v in value.values()):
+                out.append(table_of_rows(f"{name}.{key}",
+                                         [{"name": k, **v} for k, v in value.items()]))
+            else:
+                out.extend(blocks(f"{name}.{key}", value))
+    elif isinstance(data, list) and data and isinstance(data[0], dict):
+        out.append(table_of_rows(name, data))
+    elif data is not None:
+        out.append(Text(fmt(data)))
+    return out
+
+
+def render_section(console: Console, name: str, sec: dict[str, Any]) -> None:
+    """One section: status in the title, errors in red, then its data."""
+    status = sec.get("status", "?")
+    title = Text.assemble((name, "bold"), "  ", (status, STATUS_STYLE.get(status, "")),
+                          f"  {sec.get('duration_s', 0) * 1000:.0f} ms")
+    parts: list[Any] = [Text(e, style="red" if status == "error" else "yellow")
+                        for e in sec.get("errors") or []]
+    parts.extend(blocks(name, sec.get("data")))
+    console.print(Panel(Group(*parts) if parts else Text("-"), title=title, title_align="left"))
+
+
+def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
+    """Findings, worst first, each with its fix and citation."""
+    if not findings:
+        console.print(Text("No findings.", style="green"))
+        return
+    table = Table(title="Findings", title_justify="left", show_lines=True)
+    table.add_column("severity")
+    table.add_column("rule")
+    table.add_column("what and fix", overflow="fold")
+    for f in findings:
+        body = Text(f["message"])
+        body.append(f"\nfix: {f['fix']}", style="bold")
+        body.append(f"\nsee: {f['docs']}", style="dim")
+        if f.get("hosts") and len(f["hosts"]) > 1:
+            body.append(f"\nnodes: {', '.join(f['hosts'])}", style="dim")
+        table.add_row(Text(f["severity"], style=SEVERITY_STYLE.get(f["severity"], "")),
+                      f["rule"], body)
+    console.print(table)
+
+
+def render_facts(console: Console, doc: dict[str, Any]) -> None:
+    """The whole facts document for a terminal."""
+    console.print(Text.assemble(("ncclcheck probe", "bold"), f"  {doc.get('hostname')}  ",
+                                (doc.get("collected_at", ""), "dim")))
+    for name, sec in (doc.get("sections") or {}).items():
+        render_section(console, name, sec)
+    render_findings(console, doc.get("findings") or [])

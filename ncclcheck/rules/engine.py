@@ -1,0 +1,69 @@
+"""Run rules over facts documents: skip what lacks facts, contain errors, collect findings."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ncclcheck.rules.base import Finding, Rule, hostname, section
+
+
+def missing_reads(rule: Rule, facts: dict[str, Any]) -> str | None:
+    """Why a rule cannot run on ``facts`` (a section not ok, or a key absent), or None."""
+    for path in rule.reads:
+        name, _, rest = path.partition(".")
+        sec = (facts.get("sections") or {}).get(name)
+        if not sec:
+            return f"{name} not collected"
+        if sec.get("status") != "ok":
+            errs = "; ".join(sec.get("errors") or []) or sec.get("status", "?")
+            return f"{name} {sec.get('status')}: {errs}"
+        node: Any = section(facts, name)
+        for key in rest.split(".") if rest else ():
+            if not isinstance(node, dict) or key not in node:
+                return f"{path} missing"
+            node = node[key]
+    return None
+
+
+def finding_doc(rule: Rule, f: Finding, hosts: Iterable[str]) -> dict[str, Any]:
+    """The JSON form of a finding, carrying its rule's metadata."""
+    return {
+        "rule": rule.id, "title": rule.title,
+        "severity": (f.severity or rule.severity).value,
+        "message": f.message, "fix": f.fix or rule.fix, "why": rule.why, "docs": rule.docs,
+        "env": dict(f.env), "evidence": dict(f.evidence), "hosts": sorted(set(f.hosts or hosts)),
+    }
+
+
+def evaluate(rules: Iterable[Rule], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Run node rules on each node and cluster rules on all; return findings, skips, errors.
+
+    A rule that raises becomes an entry in ``errors``; it never stops the others.
+    """
+    findings: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    errors: list[dict[str, Any]] = []
+    for rule in rules:
+        targets = [[n] for n in nodes] if rule.scope == "node" else [nodes]
+        for group in targets:
+            names = [hostname(n) for n in group]
+            reasons = {hostname(n): r for n in group if (r := missing_reads(rule, n))}
+            if rule.scope == "node" and reasons:
+                skipped.append({"rule": rule.id, "hosts": names, "reason": reasons[names[0]]})
+                continue
+            runnable = [n for n in group if hostname(n) not in reasons]
+            if rule.scope == "cluster":
+                if reasons:
+                    skipped.append({"rule": rule.id, "hosts": sorted(reasons),
+                                    "reason": "; ".join(f"{h}: {r}" for h, r in reasons.items())})
+                if not runnable:
+                    continue
+            try:
+                out = rule.check(runnable[0] if rule.scope == "node" else runnable)
+            except Exception as exc:  # a broken rule is reported, never fatal
+                errors.append({"rule": rule.id, "hosts": names,
+                               "error": f"{type(exc).__name__}: {exc}"})
+                continue
+            findings.extend(finding_doc(rule, f, names) for f in out)
+    findings.sort(key=lambda d: (-["info", "warning", "error"].index(d["severity"]), d["rule"]))
+    return {"findings": findings, "skipped": skipped, "errors": errors}

@@ -1,0 +1,50 @@
+"""Shared fixtures: recorded hosts, a captured console, and the CLI runner."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+HOSTS = FIXTURES / "hosts"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--update-golden", action="store_true",
+                     help="Rewrite golden files from the current output.")
+
+
+@pytest.fixture
+def update_golden(request):
+    return request.config.getoption("--update-golden")
+
+
+def host_names():
+    return sorted(p.name for p in HOSTS.iterdir() if p.is_dir()) if HOSTS.exists() else []
+
+
+@pytest.fixture
+def recorded():
+    """Return a RecordedHost for a fixture host name."""
+    from ncclcheck.host import RecordedHost
+
+    return lambda name: RecordedHost(HOSTS / name)
+
+
+@pytest.fixture
+def console():
+    """A rich console writing to a string (``console.file.getvalue()``)."""
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=120, color_system=None, force_terminal=False)
+
+
+def have_root_netns() -> bool:
+    return os.geteuid() == 0 and shutil.which("ip") is not None
+
+
+needs_netns = pytest.mark.skipif(not have_root_netns(), reason="needs root and iproute2")
