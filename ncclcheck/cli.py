@@ -121,7 +121,7 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
         from ncclcheck.render.facts import render_findings
 
         render_findings(obj.err, doc.get("findings", []))
-        obj.err.print(f"facts written to {output}")
+        obj.err.print(f"facts written to {output}", markup=False, highlight=False)
     exit_for_findings(doc.get("findings", []), fail_on)
 
 
@@ -137,10 +137,15 @@ def record(obj: Ctx, folder: str, root: str, scrub: bool) -> None:
     from ncclcheck.record import record_host
 
     path = record_host(folder, root=root, scrub=scrub)
-    obj.err.print(f"recorded to {path} (replay: ncclcheck probe --replay {path})")
+    obj.err.print(f"recorded to {path} (replay: ncclcheck probe --replay {path})",
+                  markup=False, highlight=False)
 
 
-# --- bench and rank commands (bench/) -------------------------------------------------------
+# --- rank command (rank.py) -----------------------------------------------------------------
+# --- end rank ---
+
+
+# --- bench command (bench/) -------------------------------------------------------
 # --- end bench ---
 
 

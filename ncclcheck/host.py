@@ -180,12 +180,20 @@ class LiveHost:
         self._touch("/" + rel(path) if real else path)
         if real is None:
             return None
+        chunks: list[bytes] = []
+        size = 0
         try:
             with open(real, "rb") as f:
-                data = f.read(MAX_READ_BYTES)
+                # Read in small chunks: /proc/sys files refuse one large read (ENOMEM).
+                while size < MAX_READ_BYTES:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
         except (OSError, ValueError):
             return None
-        return data.decode("utf-8", errors="replace")
+        return b"".join(chunks).decode("utf-8", errors="replace")
 
     def listdir(self, path: str) -> list[str]:
         """Sorted names in a directory under the root; [] when missing."""

@@ -18,9 +18,12 @@ from ncclcheck.host import QueryFailed
 
 #: name -> "module:function". Imported lazily: only the query that runs pays for its import.
 QUERIES: dict[str, str] = {
-    "nvml": "ncclcheck.native.nvml:snapshot",
-    "lib_versions": "ncclcheck.native.libs:lib_versions",
-    "python_paths": "ncclcheck.native.libs:python_paths",
+    "nvml": "ncclcheck.native.nvml:snapshot",            # gpu: NVML answers
+    "lib_versions": "ncclcheck.native.libs:lib_versions",  # nccl: ncclGetVersion per libnccl
+    "python_paths": "ncclcheck.native.libs:python_paths",  # nccl: site-packages of this Python
+    "verbs": "ncclcheck.native.libs:verbs",                # nccl: libibverbs + providers dlopen
+    "net_addrs": "ncclcheck.native.net:net_addrs",         # network: addresses (psutil)
+    "statvfs": "ncclcheck.native.fs:statvfs",              # limits: size and free of a mount
 }
 
 

@@ -27,10 +27,10 @@ def fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     if isinstance(value, (list, tuple)):
-        return ", ".join(fmt(v) for v in value if not isinstance(v, (dict, list)))
+        return ", ".join(fmt(v) for v in value if not isinstance(v, (dict, list))) or "-"
     if isinstance(value, dict):
-        return ", ".join(f"{k}={fmt(v)}" for k, v in value.items()
-                         if not isinstance(v, (dict, list)))
+        return ", ".join(f"{k}={fmt(v) if not isinstance(v, list) else '[' + fmt(v) + ']'}"
+                         for k, v in value.items() if not isinstance(v, dict)) or "-"
     return str(value)
 
 
@@ -45,12 +45,21 @@ def table_of_rows(title: str, rows: list[dict[str, Any]]) -> Table:
                 columns.append(key)
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for col in columns:
-        table.add_column(col, overflow="fold")
+        table.add_column(Text(col), overflow="fold")
     for row in rows[:MAX_ROWS]:
-        table.add_row(*(fmt(row.get(c)) for c in columns))
+        table.add_row(*(Text(fmt(row.get(c))) for c in columns))
     if len(rows) > MAX_ROWS:
         table.caption = f"{len(rows) - MAX_ROWS} more rows in --json"
     return table
+
+
+def scalar_like(value: Any) -> bool:
+    """A value that fits in one cell: a scalar, or a flat list or dict of scalars."""
+    if isinstance(value, list):
+        return all(not isinstance(v, (dict, list)) for v in value)
+    if isinstance(value, dict):
+        return all(not isinstance(v, dict) and scalar_like(v) for v in value.values())
+    return True
 
 
 def blocks(name: str, data: Any) -> list[Any]:
@@ -62,25 +71,21 @@ def blocks(name: str, data: Any) -> list[Any]:
         grid.add_column(overflow="fold")
         nested: list[tuple[str, Any]] = []
         for key, value in data.items():
-            if isinstance(value, dict) and value and any(isinstance(v, (dict, list))
-                                                         for v in value.values()):
-                nested.append((key, value))
-            elif isinstance(value, list) and value and isinstance(value[0], dict):
-                nested.append((key, value))
-            elif isinstance(value, dict) and value and all(isinstance(v, dict)
-                                                           for v in value.values()):
-                nested.append((key, value))
+            if scalar_like(value):
+                grid.add_row(Text(str(key)), Text(fmt(value)))
             else:
-                grid.add_row(key, fmt(value))
+                nested.append((key, value))
         if grid.row_count:
             out.append(grid)
         for key, value in nested:
             if isinstance(value, list):
-                out.append(table_of_rows(f"{name}.{key}", value))
-            elif all(isinstance(v, dict) for v in value.values()):
+                rows = [v if isinstance(v, dict) else {"value": v} for v in value]
+                out.append(table_of_rows(f"{name}.{key}", rows))
+            elif value and all(isinstance(v, dict) for v in value.values()):
                 out.append(table_of_rows(f"{name}.{key}",
                                          [{"name": k, **v} for k, v in value.items()]))
             else:
+                out.append(Text(f"{name}.{key}", style="bold italic"))
                 out.extend(blocks(f"{name}.{key}", value))
     elif isinstance(data, list) and data and isinstance(data[0], dict):
         out.append(table_of_rows(name, data))
@@ -116,7 +121,7 @@ def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
         if f.get("hosts") and len(f["hosts"]) > 1:
             body.append(f"\nnodes: {', '.join(f['hosts'])}", style="dim")
         table.add_row(Text(f["severity"], style=SEVERITY_STYLE.get(f["severity"], "")),
-                      f["rule"], body)
+                      Text(f["rule"]), body)
     console.print(table)
 
 

@@ -6,8 +6,18 @@
 
 from __future__ import annotations
 
+from ncclcheck.rules import (ib_gdr_not_ready, limits_memlock_limited, limits_shm_too_small,
+                             nccl_ibverbs_unloadable, nccl_library_missing,
+                             nccl_version_multiple)
 from ncclcheck.rules.base import Rule
 
-NODE_RULES: tuple[Rule, ...] = ()
+NODE_RULES: tuple[Rule, ...] = (
+    limits_shm_too_small.RULE,
+    limits_memlock_limited.RULE,
+    nccl_ibverbs_unloadable.RULE,
+    nccl_library_missing.RULE,
+    nccl_version_multiple.RULE,
+    ib_gdr_not_ready.RULE,
+)
 CLUSTER_RULES: tuple[Rule, ...] = ()
 ALL_RULES: tuple[Rule, ...] = NODE_RULES + CLUSTER_RULES
