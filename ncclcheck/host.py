@@ -148,12 +148,29 @@ def command_key(argv: list[str] | tuple[str, ...]) -> str:
     'ip_-j_addr_show_dev_eth0_1'
     """
     text = "_".join(os.path.basename(argv[0]) if i == 0 else a for i, a in enumerate(argv))
+    return file_key(text)
+
+
+def file_key(text: str) -> str:
+    """A file-name-safe form of any text.
+
+    >>> file_key("statvfs:/dev/shm")
+    'statvfs__dev_shm'
+    """
     return re.sub(r"[^A-Za-z0-9_.,=+-]", "_", text)[:150]
 
 
 def query_key(name: str, args: tuple[Any, ...]) -> str:
-    """The key a query's answer is stored under in a recording."""
-    return name if not args else f"{name}:{json.dumps(list(args), sort_keys=True)}"
+    """The key a query's answer is stored under in a recording.
+
+    >>> query_key("statvfs", ("/dev/shm",)), query_key("nvml", ())
+    ('statvfs:/dev/shm', 'nvml')
+    """
+    if not args:
+        return name
+    if all(isinstance(a, str) for a in args):
+        return f"{name}:{','.join(args)}"
+    return f"{name}:{json.dumps(list(args), sort_keys=True)}"
 
 
 class LiveHost:
@@ -275,6 +292,8 @@ class RecordedHost:
         <dir>/commands/<key>.txt         a command's stdout (key: :func:`command_key`)
         <dir>/commands/<key>.json        optional {"returncode": 0, "stderr": "", "timed_out": false}
         <dir>/queries/<key>.json         a native query's JSON answer, or {"__error__": "..."}
+                                         (key: :func:`file_key` of ``name:["arg", ...]``, or the
+                                         bare name, which answers for any arguments)
         <dir>/environ.json               the allow-listed environment
 
     A command or query that was not recorded behaves as on a machine without it.
@@ -338,7 +357,7 @@ class RecordedHost:
     def query(self, name: str, *args: Any) -> Any:  # noqa: D102
         self._touch(f"query {name}")
         for key in (query_key(name, args), name):
-            path = self.folder / "queries" / f"{command_key([key])}.json"
+            path = self.folder / "queries" / f"{file_key(key)}.json"
             if path.exists():
                 answer = json.loads(path.read_text())
                 if isinstance(answer, dict) and "__error__" in answer:
@@ -408,7 +427,7 @@ class RecordingHost(LiveHost):
         return result
 
     def query(self, name: str, *args: Any) -> Any:  # noqa: D102
-        key = command_key([query_key(name, args)])
+        key = file_key(query_key(name, args))
         try:
             answer = super().query(name, *args)
         except QueryFailed as exc:

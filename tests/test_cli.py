@@ -62,9 +62,13 @@ def test_fail_on_gives_exit_3_only_when_a_finding_is_severe_enough(tmp_path):
     (rec / "root/proc/mounts").write_text("shm /dev/shm tmpfs rw,size=65536k 0 0\n")
     (rec / "root/.dockerenv").write_text("")
     (rec / "queries").mkdir()
-    (rec / "queries" / "statvfs__dev_shm__.json").write_text(
+    (rec / "queries" / "statvfs__dev_shm.json").write_text(
         json.dumps({"total_bytes": 64 << 20, "free_bytes": 60 << 20}))
-    assert ncclcheck("probe", "--replay", str(rec), "--fail-on", "error").returncode == 3
+    out = ncclcheck("probe", "--replay", str(rec), "--json", "--fail-on", "error")
+    assert out.returncode == 3
+    limits = json.loads(out.stdout)["sections"]["limits"]
+    assert limits["data"]["shm"]["free_bytes"] == 60 << 20
+    assert not any("statvfs" in e for e in limits["errors"])
     quiet = ncclcheck("probe", "--replay", str(rec), "--only", "host", "--fail-on", "info")
     assert quiet.returncode == 0
 
