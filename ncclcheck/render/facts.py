@@ -9,6 +9,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.render.sections import VIEWS
+
 STATUS_STYLE = {"ok": "green", "unavailable": "yellow", "error": "bold red"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_ROWS = 64
@@ -101,7 +103,14 @@ def render_section(console: Console, name: str, sec: dict[str, Any]) -> None:
                           f"  {sec.get('duration_s', 0) * 1000:.0f} ms")
     parts: list[Any] = [Text(e, style="red" if status == "error" else "yellow")
                         for e in sec.get("errors") or []]
-    parts.extend(blocks(name, sec.get("data")))
+    data = sec.get("data")
+    view = VIEWS.get(name)
+    try:
+        if view is None or not isinstance(data, dict):
+            raise TypeError(name)
+        parts.extend(view(data))
+    except Exception:  # unexpected data: show it generically rather than fail
+        parts.extend(blocks(name, data))
     console.print(Panel(Group(*parts) if parts else Text("-"), title=title, title_align="left"))
 
 
