@@ -1,0 +1,260 @@
+"""``ncclcheck rank``: which node of a hostfile is this one, as shell assignments for torchrun.
+
+Run the same command on every node; each prints its own ``NODE_RANK``::
+
+    $ eval "$(ncclcheck rank --hostfile hosts)"
+    $ torchrun --nnodes=$NNODES --node-rank=$NODE_RANK --nproc-per-node=8 \\
+          --master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py
+
+This node is found by matching the hostfile entries against its interface addresses
+(``psutil.net_if_addrs``) and its host names (``socket.gethostname``, FQDN), then, for names that
+do not match directly, against their resolved addresses (``getaddrinfo``, 2 s per name).
+Loopback results do not count (Debian maps the hostname to 127.0.1.1 on every node).
+
+``MASTER_ADDR`` is the first entry as written. ``MASTER_PORT`` is checked free on this node only,
+so it means something only on the master (rank 0): there it is the first free port of
+``--port-range`` (default 29500-29599); other nodes print the range's first port, which is what
+the master prints unless that port is busy there (the master then says so on stderr).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import queue
+import shlex
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.hostfile import Target
+
+RESOLVE_TIMEOUT = 2.0
+DEFAULT_PORT_RANGE = (29500, 29599)
+
+
+@dataclass
+class Identity:
+    """How this node knows itself: non-loopback addresses and lower-case host names."""
+
+    addresses: set
+    names: set
+
+    def describe(self) -> str:
+        """A short summary for error messages."""
+        names = ", ".join(sorted(self.names)) or "none"
+        addrs = ", ".join(sorted(self.addresses)[:6]) or "none"
+        more = f" (+{len(self.addresses) - 6})" if len(self.addresses) > 6 else ""
+        return f"names {names}; addresses {addrs}{more}"
+
+
+def normalize_address(text: str) -> str | None:
+    """An address in canonical form without zone, or None if ``text`` is not an address.
+
+    >>> normalize_address("FD00::0002%eth0"), normalize_address("node1")
+    ('fd00::2', None)
+    """
+    try:
+        return str(ipaddress.ip_address(text.split("%", 1)[0]))
+    except ValueError:
+        return None
+
+
+def is_loopback(address: str) -> bool:
+    """True for 127.0.0.0/8 and ::1.
+
+    >>> is_loopback("127.0.1.1"), is_loopback("198.18.0.11")
+    (True, False)
+    """
+    return ipaddress.ip_address(address).is_loopback
+
+
+def local_identity() -> Identity:
+    """This node's non-loopback interface addresses and host names (short, full, FQDN)."""
+    import psutil
+
+    addresses = set()
+    for addrs in psutil.net_if_addrs().values():
+        for addr in addrs:
+            if addr.family in (socket.AF_INET, socket.AF_INET6):
+                normal = normalize_address(addr.address)
+                if normal and not is_loopback(normal):
+                    addresses.add(normal)
+    hostname = socket.gethostname().lower()
+    names = {hostname, hostname.split(".")[0]}
+    fqdn = _with_timeout(socket.getfqdn, RESOLVE_TIMEOUT, hostname)
+    if fqdn:
+        names.add(fqdn.lower())
+    names.discard("localhost")
+    names.discard("")
+    return Identity(addresses, names)
+
+
+def _with_timeout(func: Callable, timeout: float, *args: object) -> object:
+    """``func(*args)`` in a daemon thread; None when it raises or takes longer than ``timeout``."""
+    box: queue.Queue = queue.Queue(maxsize=1)
+
+    def call() -> None:
+        try:
+            box.put(func(*args))
+        except Exception:  # noqa: BLE001 - any resolver failure means "no answer"
+            box.put(None)
+
+    threading.Thread(target=call, daemon=True).start()
+    try:
+        return box.get(timeout=timeout)
+    except queue.Empty:
+        return None
+
+
+def resolve(host: str, timeout: float = RESOLVE_TIMEOUT) -> set | None:
+    """Addresses of ``host`` (getaddrinfo), None when it does not resolve within ``timeout``."""
+    infos = _with_timeout(socket.getaddrinfo, timeout, host, None, 0, socket.SOCK_STREAM)
+    if not infos:
+        return None
+    found = {normalize_address(info[4][0]) for info in infos}  # type: ignore[union-attr]
+    return {a for a in found if a}
+
+
+def find_rank(targets: list[Target], me: Identity,
+              resolver: Callable[[str], "set | None"] = resolve, source: str = "hostfile") -> int:
+    """The 0-based position of this node in ``targets``.
+
+    Direct matches (an address of this node, or one of its names) are tried first; only when
+    none matches are names resolved, in parallel. Loopback answers are ignored.
+
+    Raises:
+        BadInput: this node is not listed, or is listed more than once.
+
+    >>> me = Identity({"198.18.0.12"}, {"node2"})
+    >>> find_rank([Target("198.18.0.11"), Target("198.18.0.12")], me, lambda h: None)
+    1
+    >>> dns = {"node1": {"198.18.0.11"}, "node2.example": {"198.18.0.12"}}
+    >>> find_rank([Target("node1"), Target("node2.example")], me, dns.get)
+    1
+    """
+    direct = [i for i, t in enumerate(targets) if _direct_match(t.host, me)]
+    if len(direct) > 1:
+        raise BadInput(_twice(targets, direct, source))
+    if direct:
+        return direct[0]
+    names = [i for i, t in enumerate(targets) if normalize_address(t.host) is None]
+    answers: dict[int, "set | None"] = {}
+    threads = []
+    for i in names:
+        thread = threading.Thread(target=lambda i=i: answers.__setitem__(
+            i, resolver(targets[i].host)), daemon=True)
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join(RESOLVE_TIMEOUT + 1)
+    matched = [i for i in names
+               if {a for a in (answers.get(i) or ()) if not is_loopback(a)} & me.addresses]
+    if len(matched) > 1:
+        raise BadInput(_twice(targets, matched, source))
+    if matched:
+        return matched[0]
+    unresolved = [targets[i].host for i in names if not answers.get(i)]
+    note = f"; {len(unresolved)} names did not resolve: {', '.join(unresolved[:3])}" \
+        if unresolved else ""
+    raise BadInput(f"this node ({me.describe()}) is not in {source} "
+                   f"({len(targets)} entries{note})")
+
+
+def _direct_match(host: str, me: Identity) -> bool:
+    address = normalize_address(host)
+    if address is not None:
+        return address in me.addresses
+    name = host.lower().rstrip(".")
+    return name in me.names
+
+
+def _twice(targets: list[Target], indexes: list[int], source: str) -> str:
+    where = ", ".join(f"line {targets[i].line} ({targets[i].host})" if targets[i].line
+                      else targets[i].host for i in indexes)
+    return f"this node matches {len(indexes)} entries of {source}: {where}; list each node once"
+
+
+def parse_port_range(text: str) -> tuple[int, int]:
+    """``LO-HI`` or a single port.
+
+    >>> parse_port_range("29500-29599"), parse_port_range("6000")
+    ((29500, 29599), (6000, 6000))
+    """
+    lo, _, hi = text.partition("-")
+    try:
+        low, high = int(lo), int(hi or lo)
+    except ValueError:
+        raise BadInput(f"--port-range {text!r}: expected LO-HI, e.g. 29500-29599") from None
+    if not 1 <= low <= high <= 65535:
+        raise BadInput(f"--port-range {text!r}: expected 1 <= LO <= HI <= 65535")
+    return low, high
+
+
+def port_is_free(port: int) -> bool:
+    """True when a TCP listener can bind ``port`` on all IPv4 addresses of this node."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def first_free_port(ports: Iterable[int], is_free: Callable[[int], bool] = port_is_free) -> int:
+    """The first port that ``is_free``; NcclcheckError when none is."""
+    tried = list(ports)
+    for port in tried:
+        if is_free(port):
+            return port
+    raise NcclcheckError(f"no free port in {tried[0]}-{tried[-1]} on this node "
+                         "(use --port-range or --master-port)")
+
+
+def rank_assignments(targets: list[Target], me: Identity | None = None,
+                     port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
+                     master_port: int | None = None,
+                     resolver: Callable[[str], "set | None"] = resolve,
+                     is_free: Callable[[int], bool] = port_is_free,
+                     source: str = "hostfile", notes: list[str] | None = None) -> dict:
+    """``NNODES``, ``NODE_RANK``, ``MASTER_ADDR``, ``MASTER_PORT`` (+ ``NPROC_PER_NODE`` when
+    the hostfile gives slots) for this node. Messages for the user go to ``notes``.
+
+    >>> me = Identity({"198.18.0.11"}, {"node1"})
+    >>> rank_assignments([Target("198.18.0.11", slots=8), Target("198.18.0.12", slots=8)], me,
+    ...                  is_free=lambda p: p != 29500)
+    {'NNODES': 2, 'NODE_RANK': 0, 'MASTER_ADDR': '198.18.0.11', 'MASTER_PORT': 29501, 'NPROC_PER_NODE': 8}
+    """
+    me = me or local_identity()
+    rank = find_rank(targets, me, resolver, source)
+    low, high = port_range
+    if master_port is not None:
+        if rank == 0 and not is_free(master_port):
+            raise NcclcheckError(f"--master-port {master_port} is in use on this node "
+                                 "(the master)")
+        port = master_port
+    elif rank == 0:
+        port = first_free_port(range(low, high + 1), is_free)
+        if port != low and notes is not None:
+            notes.append(f"port {low} is busy on this node (the master); MASTER_PORT={port} "
+                         f"here, other nodes print {low}: run them with --master-port {port}")
+    else:
+        port = low
+    values = {"NNODES": len(targets), "NODE_RANK": rank, "MASTER_ADDR": targets[0].host,
+              "MASTER_PORT": port}
+    slots = {t.slots for t in targets}
+    if len(slots) == 1 and None not in slots:
+        values["NPROC_PER_NODE"] = slots.pop()
+    return values
+
+
+def format_shell(values: dict, export: bool = False) -> str:
+    """Shell assignments, one per line, values quoted with :func:`shlex.quote`.
+
+    >>> print(format_shell({"NNODES": 2, "MASTER_ADDR": "fd00::2"}, export=True), end="")
+    export NNODES=2
+    export MASTER_ADDR=fd00::2
+    """
+    prefix = "export " if export else ""
+    return "".join(f"{prefix}{k}={shlex.quote(str(v))}\n" for k, v in values.items())

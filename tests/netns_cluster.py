@@ -1,0 +1,82 @@
+"""Network-namespace test clusters for pytest: ``scripts/netns-cluster`` as a module and fixtures.
+
+Use in a test module (tests/ is on sys.path through conftest.py)::
+
+    import pytest
+    from conftest import needs_netns
+    from netns_cluster import make_cluster  # noqa: F401  (a module-scoped fixture)
+
+    pytestmark = [pytest.mark.netns, needs_netns]
+
+    def test_two_nodes(make_cluster):
+        c = make_cluster(2, rate="400mbit")      # same arguments -> the same cluster, per module
+        ssh = SSH(ssh_config=c.ssh_config)
+        ... c.nodes[0].name, c.nodes[0].ns, c.nodes[0].addr, c.hostfile, c.set_rate("node1", ...)
+
+``make_cluster(n, fresh=False, **kw)`` takes :meth:`Cluster.up`'s keywords (``rate``, ``links``,
+``mgmt``, ``fake_docker0``, ``hostname_prefix``); every cluster it made is torn down when the
+module's tests end. Names are random, so test runs in parallel do not collide.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "netns-cluster"
+
+
+def _load():
+    if "ncclcheck_netns_cluster" in sys.modules:
+        return sys.modules["ncclcheck_netns_cluster"]
+    loader = importlib.machinery.SourceFileLoader("ncclcheck_netns_cluster", str(SCRIPT))
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[loader.name] = module  # dataclasses need the module registered
+    loader.exec_module(module)
+    return module
+
+
+impl = _load()
+Cluster = impl.Cluster
+ClusterError = impl.ClusterError
+Node = impl.Node
+LinkSpec = impl.LinkSpec
+cluster = impl.cluster
+teardown = impl.teardown
+netns_pids = impl.netns_pids
+
+
+@pytest.fixture(scope="module")
+def make_cluster():
+    """A factory ``make_cluster(n=2, fresh=False, **kw) -> Cluster``; clusters live for the module.
+
+    Calls with the same arguments share one cluster unless ``fresh=True``. Tests that change a
+    shared cluster (``set_rate``) should restore it or ask for a fresh one.
+    """
+    made: dict = {}
+    fresh_ones: list = []
+
+    def make(n: int = 2, fresh: bool = False, **kw):
+        key = (n, tuple(sorted((k, repr(v)) for k, v in kw.items())))
+        if fresh:
+            c = Cluster.up(n, **kw)
+            fresh_ones.append(c)
+            return c
+        if key not in made:
+            made[key] = Cluster.up(n, **kw)
+        return made[key]
+
+    yield make
+    for c in list(made.values()) + fresh_ones:
+        c.down()
+
+
+@pytest.fixture(scope="module")
+def two_nodes(make_cluster):
+    """A shared 2-node cluster with unlimited links (``make_cluster(2)``)."""
+    return make_cluster(2)

@@ -1,0 +1,163 @@
+"""ncclcheck rank: finding this node in a hostfile, ports, shell output; on every netns node."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+
+import pytest
+from conftest import needs_netns
+from netns_cluster import make_cluster, two_nodes  # noqa: F401
+
+from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.hostfile import Target, parse_hostfile
+from ncclcheck.rank import (Identity, find_rank, format_shell, local_identity, parse_port_range,
+                            rank_assignments)
+
+ME = Identity({"10.1.0.2", "fd00::2"}, {"gpu-02", "gpu-02.cluster.local"})
+HOSTS = parse_hostfile("gpu-01 slots=8\ngpu-02 slots=8\ngpu-03 slots=8\n", "hf")
+
+
+def no_dns(host):
+    return None
+
+
+def test_match_by_name_address_and_case():
+    assert find_rank(HOSTS, ME, no_dns) == 1
+    assert find_rank(parse_hostfile("10.1.0.1\n10.1.0.2\n"), ME, no_dns) == 1
+    assert find_rank(parse_hostfile("[fd00::1]:22\n[FD00:0::2]:22\n"), ME, no_dns) == 1
+    assert find_rank(parse_hostfile("a\nGPU-02.Cluster.Local.\n"), ME, no_dns) == 1
+
+
+def test_match_through_resolution_ignores_loopback():
+    dns = {"n1": {"10.1.0.1"}, "n2": {"10.1.0.2"}, "n3": {"127.0.1.1"}}
+    assert find_rank(parse_hostfile("n1\nn2\nn3\n"), ME, dns.get) == 1
+    # Debian maps every node's own name to 127.0.1.1: that must not make every node match
+    me_local = Identity({"10.9.9.9"}, {"other"})
+    with pytest.raises(BadInput, match="is not in"):
+        find_rank(parse_hostfile("n3\n"), me_local, dns.get)
+
+
+def test_not_listed_is_one_clear_line():
+    with pytest.raises(BadInput) as err:
+        find_rank(parse_hostfile("gpu-01\ngpu-09\n10.1.0.7\n"), ME, no_dns, "hosts.txt")
+    message = str(err.value)
+    assert message.startswith("this node (names gpu-02, gpu-02.cluster.local; addresses ")
+    assert "is not in hosts.txt (3 entries; 2 names did not resolve: gpu-01, gpu-09)" in message
+    assert "\n" not in message
+
+
+def test_listed_twice_is_refused():
+    with pytest.raises(BadInput, match=r"matches 2 entries of hf: line 1 \(gpu-02\), "
+                                       r"line 2 \(10.1.0.2\); list each node once"):
+        find_rank(parse_hostfile("gpu-02\n10.1.0.2\n"), ME, no_dns, "hf")
+    dns = {"a": {"10.1.0.2"}, "b": {"10.1.0.2"}}
+    with pytest.raises(BadInput, match="matches 2 entries"):
+        find_rank(parse_hostfile("a\nb\n"), ME, dns.get)
+
+
+def test_master_port_choice():
+    master = Identity({"10.1.0.1"}, {"gpu-01"})
+    notes = []
+    values = rank_assignments(HOSTS, master, (29500, 29510), is_free=lambda p: p > 29501,
+                              resolver=no_dns, notes=notes)
+    assert values == {"NNODES": 3, "NODE_RANK": 0, "MASTER_ADDR": "gpu-01",
+                      "MASTER_PORT": 29502, "NPROC_PER_NODE": 8}
+    assert notes == ["port 29500 is busy on this node (the master); MASTER_PORT=29502 here, "
+                     "other nodes print 29500: run them with --master-port 29502"]
+    worker = rank_assignments(HOSTS, ME, (29500, 29510), is_free=lambda p: False,
+                              resolver=no_dns)
+    assert worker["MASTER_PORT"] == 29500 and worker["NODE_RANK"] == 1  # not checked off-master
+    with pytest.raises(NcclcheckError, match="no free port in 29500-29501"):
+        rank_assignments(HOSTS, master, (29500, 29501), is_free=lambda p: False, resolver=no_dns)
+    with pytest.raises(NcclcheckError, match="--master-port 6000 is in use"):
+        rank_assignments(HOSTS, master, master_port=6000, is_free=lambda p: False,
+                         resolver=no_dns)
+    mixed = parse_hostfile("gpu-01 slots=8\ngpu-02 slots=4\n")
+    assert "NPROC_PER_NODE" not in rank_assignments(mixed, ME, resolver=no_dns,
+                                                    is_free=lambda p: True)
+
+
+def test_real_port_check_sees_a_listener():
+    with socket.socket() as busy:
+        busy.bind(("0.0.0.0", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        me = Identity({"198.18.9.1"}, set())
+        values = rank_assignments([Target("198.18.9.1")], me, (port, port + 20), resolver=no_dns)
+    assert port < values["MASTER_PORT"] <= port + 20
+
+
+def test_port_range_parsing():
+    assert parse_port_range("29500-29599") == (29500, 29599)
+    assert parse_port_range("29500") == parse_port_range("29500-") == (29500, 29500)
+    for bad in ("x", "10-5", "0-3", "1-70000", "-5"):
+        with pytest.raises(BadInput, match="--port-range"):
+            parse_port_range(bad)
+
+
+def test_shell_output_evaluates_to_the_values():
+    values = {"NNODES": 2, "NODE_RANK": 1, "MASTER_ADDR": "fd00::2", "MASTER_PORT": 29500}
+    script = format_shell(values, export=True) + \
+        'echo "$NNODES|$NODE_RANK|$MASTER_ADDR|$MASTER_PORT"'
+    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True).stdout
+    assert out == "2|1|fd00::2|29500\n"
+
+
+def test_local_identity_has_no_loopback():
+    me = local_identity()
+    assert socket.gethostname().lower() in me.names
+    assert not any(a.startswith("127.") or a == "::1" for a in me.addresses)
+
+
+def cli(*args, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ncclcheck", "rank", *args], capture_output=True,
+                          text=True, timeout=30, **kw)
+
+
+def test_cli_errors_exit_2_with_one_line(tmp_path):
+    hf = tmp_path / "hf"
+    hf.write_text("198.18.200.1\n198.18.200.2\n")
+    missing = cli("--hostfile", str(hf))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.stderr.startswith("ncclcheck: error: this node (names ")
+    assert missing.stderr.count("\n") == 1
+    bad = cli("--hostfile", str(tmp_path / "nope"))
+    assert (bad.returncode, bad.stderr) == (
+        2, f"ncclcheck: error: {tmp_path / 'nope'}: cannot read hostfile "
+           "(No such file or directory)\n")
+    too_many = cli("--hostfile", str(hf), "--nodes", "3")
+    assert too_many.returncode == 2 and "--nodes 3 asks for more" in too_many.stderr
+
+
+@pytest.mark.netns
+@needs_netns
+def test_every_node_finds_its_rank_over_ssh(two_nodes, tmp_path):
+    from ncclcheck.hostfile import load_hostfile
+    from ncclcheck.remote import SSH, run_all
+
+    names = tmp_path / "hostfile-names"  # node1-eth0 resolves only through the nodes' /etc/hosts
+    names.write_text("".join(f"{n.name}-eth0 slots=4\n" for n in two_nodes.nodes))
+    ssh = SSH(ssh_config=two_nodes.ssh_config)
+    targets = load_hostfile(two_nodes.hostfile)
+    for hostfile, master in ((two_nodes.hostfile, two_nodes.nodes[0].addr),
+                             (str(names), "node1-eth0")):
+        results = run_all(ssh, targets, [sys.executable, "-m", "ncclcheck", "rank", "--hostfile",
+                                         hostfile, "--json"], timeout=30)
+        got = [json.loads(r.stdout) if r.ok else r.error for r in results.values()]
+        assert [g["NODE_RANK"] for g in got] == [0, 1], got
+        assert {g["MASTER_ADDR"] for g in got} == {master}
+        assert {g["NNODES"] for g in got} == {2}
+    only_first = run_all(ssh, targets[1:], [sys.executable, "-m", "ncclcheck", "rank",
+                                            "--hostfile", two_nodes.hostfile, "--nodes", "1"],
+                         timeout=30)
+    result = only_first[targets[1].label]
+    assert result.returncode == 2
+    assert result.error.startswith(f"{targets[1].label}: exited with code 2: ncclcheck: error: "
+                                   "this node (names node2")
+    shell = ssh.run(targets[1], ["sh", "-c", f'eval "$({sys.executable} -m ncclcheck rank '
+                                             f'--hostfile {two_nodes.hostfile})"; '
+                                             'echo "$NODE_RANK/$NNODES@$MASTER_ADDR"'], timeout=30)
+    assert shell.stdout.strip() == f"1/2@{two_nodes.nodes[0].addr}"
