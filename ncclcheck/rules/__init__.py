@@ -6,9 +6,15 @@
 
 from __future__ import annotations
 
-from ncclcheck.rules import (ib_gdr_not_ready, limits_memlock_limited, limits_shm_too_small,
-                             nccl_ibverbs_unloadable, nccl_library_missing,
-                             nccl_version_multiple)
+from ncclcheck.rules import (cloud_azure_topo_file, cloud_efa_plugin_owned,
+                             cluster_cuda_version_mismatch, cluster_driver_version_mismatch,
+                             cluster_ib_ports_down, cluster_mtu_mismatch,
+                             cluster_nccl_version_mismatch, env_debug_vars_set,
+                             gpu_p2p_unsupported, ib_gdr_not_ready, ib_hca_select,
+                             ib_roce_gid_index, ib_timeout_retry, limits_memlock_limited,
+                             limits_shm_too_small, nccl_ibverbs_unloadable, nccl_library_missing,
+                             nccl_version_multiple, net_socket_ifname, net_socket_threads,
+                             net_transport)
 from ncclcheck.rules.base import Rule
 
 NODE_RULES: tuple[Rule, ...] = (
@@ -19,5 +25,21 @@ NODE_RULES: tuple[Rule, ...] = (
     nccl_version_multiple.RULE,
     ib_gdr_not_ready.RULE,
 )
-CLUSTER_RULES: tuple[Rule, ...] = ()
+CLUSTER_RULES: tuple[Rule, ...] = (
+    net_socket_ifname.RULE,
+    net_transport.RULE,
+    ib_hca_select.RULE,
+    ib_roce_gid_index.RULE,
+    ib_timeout_retry.RULE,
+    net_socket_threads.RULE,
+    cluster_nccl_version_mismatch.RULE,
+    cluster_driver_version_mismatch.RULE,
+    cluster_cuda_version_mismatch.RULE,
+    cluster_mtu_mismatch.RULE,
+    cluster_ib_ports_down.RULE,
+    gpu_p2p_unsupported.RULE,
+    env_debug_vars_set.RULE,
+    cloud_efa_plugin_owned.RULE,
+    cloud_azure_topo_file.RULE,
+)
 ALL_RULES: tuple[Rule, ...] = NODE_RULES + CLUSTER_RULES

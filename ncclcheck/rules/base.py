@@ -7,6 +7,7 @@ reads the machine: everything it knows comes from the facts it declares in ``rea
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -83,3 +84,36 @@ def fact(facts: dict[str, Any], path: str, default: Any = None) -> Any:
 def hostname(facts: dict[str, Any]) -> str:
     """The node's name as recorded in its facts."""
     return str(facts.get("hostname") or "?")
+
+
+def absent(facts: dict[str, Any], name: str) -> bool:
+    """Whether section ``name`` reports its subsystem absent (status ``unavailable``).
+
+    Absence is a fact ("this node has no RDMA device"), unlike a section that was not collected
+    or whose probe failed. Rules that read such a section declare the read optional (``"ib.devices?"``).
+
+    >>> absent({"sections": {"ib": {"status": "unavailable"}}}, "ib"), absent({"sections": {}}, "ib")
+    (True, False)
+    """
+    return ((facts.get("sections") or {}).get(name) or {}).get("status") == "unavailable"
+
+
+def version_tuple(text: Any) -> tuple[int, ...] | None:
+    """A dotted version as a tuple of ints, for comparisons; None when there is none.
+
+    >>> version_tuple("2.21.5"), version_tuple("535.129.03"), version_tuple("12.2"), version_tuple(None)
+    ((2, 21, 5), (535, 129, 3), (12, 2), None)
+    >>> version_tuple("2.21.5+cuda12.2"), version_tuple("v2")
+    ((2, 21, 5), None)
+    """
+    if not isinstance(text, str):
+        return None
+    parts = []
+    for piece in text.strip().split("."):
+        digits = re.match(r"\d+", piece)
+        if not digits:
+            break
+        parts.append(int(digits.group()))
+        if digits.end() < len(piece):  # "5+cuda12": the version ends here
+            break
+    return tuple(parts) or None

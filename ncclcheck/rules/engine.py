@@ -8,18 +8,29 @@ from ncclcheck.rules.base import Finding, Rule, hostname, section
 
 
 def missing_reads(rule: Rule, facts: dict[str, Any]) -> str | None:
-    """Why a rule cannot run on ``facts`` (a section not ok, or a key absent), or None."""
-    for path in rule.reads:
+    """Why a rule cannot run on ``facts`` (a section not ok, or a key absent), or None.
+
+    A read ending in ``?`` is optional: a section whose status is ``unavailable`` (the subsystem
+    is absent, which is itself a fact: "this node has no RDMA device") or a missing key does not
+    stop the rule. A section that was not collected or whose probe failed still does.
+    """
+    for declared in rule.reads:
+        optional = declared.endswith("?")
+        path = declared.rstrip("?")
         name, _, rest = path.partition(".")
         sec = (facts.get("sections") or {}).get(name)
         if not sec:
             return f"{name} not collected"
+        if optional and sec.get("status") == "unavailable":
+            continue
         if sec.get("status") != "ok":
             errs = "; ".join(sec.get("errors") or []) or sec.get("status", "?")
             return f"{name} {sec.get('status')}: {errs}"
         node: Any = section(facts, name)
         for key in rest.split(".") if rest else ():
             if not isinstance(node, dict) or key not in node:
+                if optional:
+                    break
                 return f"{path} missing"
             node = node[key]
     return None

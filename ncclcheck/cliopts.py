@@ -1,0 +1,37 @@
+"""Click option types shared by commands (kept out of cli.py so that file stays a thin table)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+
+class GreedyOption(click.Option):
+    """An option that takes every following argument up to the next option, so a shell glob
+    works: ``--probe facts/*.json --bench a.json b.json``. Repeating the option adds more.
+
+    The value is a tuple of strings (``multiple=True``).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["multiple"] = True
+        super().__init__(*args, **kwargs)
+
+    def add_to_parser(self, parser: Any, ctx: click.Context) -> Any:
+        """Wrap the parser's handler of this option so it also eats the following values."""
+        result = super().add_to_parser(parser, ctx)
+        for name in self.opts:
+            opt = parser._long_opt.get(name) or parser._short_opt.get(name)
+            if opt is None:
+                continue
+            original = opt.process
+
+            def process(value: Any, state: Any, original: Any = original,
+                        prefixes: Any = opt.prefixes) -> None:
+                original(value, state)
+                while state.rargs and state.rargs[0][:1] not in prefixes:
+                    original(state.rargs.pop(0), state)
+
+            opt.process = process
+        return result

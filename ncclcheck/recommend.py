@@ -1,0 +1,464 @@
+"""``ncclcheck recommend``: facts (and measurements) in, one environment for every node out.
+
+Flow: load facts (``--probe`` files, or probe this node) -> run every node rule on each node and
+every cluster rule on all nodes (:func:`ncclcheck.rules.engine.evaluate`) -> merge the variables
+the findings propose -> let bench results decide ties -> refuse values that no env file can hold
+safely -> the recommendation document, and the text of the chosen format.
+
+Merging never picks in silence:
+
+* every rule and node that proposes a variable agrees: it is set, with each rule's reason;
+* they disagree (two rules, or nodes needing different values): a **conflict**; the variable is
+  not set and every proposed value is listed with who proposed it;
+* a cluster rule could not read the facts of some nodes: its variables are **withheld** (the
+  value was not checked against those nodes);
+* a rule found several candidates the facts cannot separate (``evidence["candidates"]``): a
+  **tie**. The rule's own choice stays, and the tie names the bench run that decides. Bench
+  documents given with ``--bench`` decide it: the candidate with the highest measured bus
+  bandwidth wins when it beats the others by more than :data:`NOISE`.
+
+The recommendation document (``"schema": "ncclcheck/recommendation"``)::
+
+    {"hosts": [...], "failed": [{"host", "reason"}], "env": {VAR: value},
+     "reasons": {VAR: [{"rule", "severity", "message", "why", "docs", "hosts"}]},
+     "findings": [...], "skipped": [...], "errors": [...],
+     "conflicts": [{"var", "values": {"rule" | "rule@host,...": value}, "why"}],
+     "ties": [{"var", "candidates", "chosen", "decided_by", "measurements", "decide_with"}],
+     "withheld": [{"var", "value", "rule", "why"}], "refused": [{"var", "value", "why"}],
+     "env_overrides": [{"var", "host", "value", "recommended"}],
+     "bench_used": [{"file", "label", "op", "peak_busbw_gbps", "env"}], "sources": [...]}
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ncclcheck import schema
+from ncclcheck.envformat import render, split_safe
+
+#: A measured candidate must beat the others by this fraction to decide a tie.
+NOISE = 0.05
+RECOMMENDATION = "ncclcheck/recommendation"
+BENCH = "ncclcheck/bench"
+DOCS_CONF = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
+
+
+# -- inputs --------------------------------------------------------------------------------------
+
+def load_facts(paths: Iterable[str]) -> dict[str, Any]:
+    """A cluster document from ``--probe`` files/folders (see :func:`ncclcheck.cluster.load_sources`)."""
+    from ncclcheck.cluster import load_sources
+
+    return load_sources(paths)
+
+
+def probe_this_node() -> dict[str, Any]:
+    """A one-node cluster document from a live probe of this machine."""
+    from ncclcheck.cluster import cluster_document
+    from ncclcheck.host import LiveHost
+    from ncclcheck.probe import collect_facts
+
+    facts = collect_facts(LiveHost("/"), findings=False)
+    return cluster_document([facts], [], source="this node")
+
+
+def bench_runs(doc: dict[str, Any], source: str) -> list[dict[str, Any]]:
+    """Flatten a bench document (one run, an import, or a ``--compare`` set) into runs:
+    ``{"file", "label", "op", "peak_busbw_gbps", "avg_busbw_gbps", "env", "interfaces"}``.
+
+    ``env`` is the configuration the run used: NCCL's effective environment overlaid with the
+    candidate configuration (``--env``/``--env-file``).
+
+    >>> runs = bench_runs({"schema": "ncclcheck/bench", "runs": [
+    ...     {"label": "a.env", "bench": {"op": "all_reduce", "peak_busbw_gbps": 9.5,
+    ...      "env": {}, "candidate_env": {"NCCL_SOCKET_IFNAME": "=eth0"}}}]}, "cmp.json")
+    >>> runs[0]["label"], runs[0]["env"], runs[0]["peak_busbw_gbps"]
+    ('a.env', {'NCCL_SOCKET_IFNAME': '=eth0'}, 9.5)
+    """
+    items = ([(r.get("label") or f"run {i + 1}", r.get("bench") or {})
+              for i, r in enumerate(doc.get("runs") or [])]
+             if doc.get("runs") else [(Path(source).name, doc)])
+    out = []
+    for label, run in items:
+        env = {**(run.get("env") or {}), **(run.get("candidate_env") or {})}
+        transport = run.get("transport") or {}
+        out.append({"file": source, "label": str(label), "op": run.get("op"),
+                    "source": run.get("source") or doc.get("source"),
+                    "nodes": run.get("nodes"), "world_size": run.get("world_size"),
+                    "peak_busbw_gbps": run.get("peak_busbw_gbps"),
+                    "avg_busbw_gbps": run.get("avg_busbw_gbps"), "env": env,
+                    "network": transport.get("network"),
+                    "interfaces": list(transport.get("interfaces") or [])})
+    return out
+
+
+def load_bench(paths: Iterable[str]) -> list[dict[str, Any]]:
+    """Every run of every ``--bench`` document."""
+    runs: list[dict[str, Any]] = []
+    for path in paths:
+        doc = schema.load(path, (BENCH,))
+        runs.extend(bench_runs(doc, str(path)))
+    return runs
+
+
+# -- merging proposals ---------------------------------------------------------------------------
+
+def _who(finding: dict[str, Any], all_hosts: list[str]) -> str:
+    hosts = finding.get("hosts") or []
+    if not hosts or sorted(hosts) == sorted(all_hosts):
+        return finding["rule"]
+    shown = ",".join(hosts[:4]) + (f",+{len(hosts) - 4}" if len(hosts) > 4 else "")
+    return f"{finding['rule']}@{shown}"
+
+
+def _reason(finding: dict[str, Any]) -> dict[str, Any]:
+    return {k: finding.get(k) for k in ("rule", "severity", "message", "why", "docs", "hosts")}
+
+
+def merge(findings: list[dict[str, Any]], skipped: list[dict[str, Any]],
+          hosts: list[str]) -> dict[str, Any]:
+    """Merge the variables proposed by findings into env, reasons, conflicts, withheld, ties."""
+    proposals: dict[str, list[tuple[str, dict[str, Any]]]] = defaultdict(list)
+    order: list[str] = []
+    for finding in findings:
+        for var, value in (finding.get("env") or {}).items():
+            if var not in proposals:
+                order.append(var)
+            proposals[var].append((str(value), finding))
+    partial = {s["rule"]: s for s in skipped}
+    env: dict[str, str] = {}
+    reasons: dict[str, list[dict[str, Any]]] = {}
+    conflicts: list[dict[str, Any]] = []
+    withheld: list[dict[str, Any]] = []
+    for var in order:
+        props = proposals[var]
+        values = {v for v, _ in props}
+        if len(values) > 1:
+            by_who = {_who(f, hosts): v for v, f in props}
+            rules = {f["rule"] for _, f in props}
+            why = ("rules disagree: " + "; ".join(f"{w} says {v}" for w, v in by_who.items())
+                   if len(rules) > 1 else
+                   "nodes need different values: " + "; ".join(f"{w.split('@', 1)[-1]} needs {v}"
+                                                              for w, v in by_who.items())
+                   + " (set it per node, e.g. in each node's /etc/nccl.conf)")
+            conflicts.append({"var": var, "values": by_who, "why": why})
+            continue
+        value = values.pop()
+        held = [f for _, f in props if f["rule"] in partial]
+        if held:
+            skip = partial[held[0]["rule"]]
+            withheld.append({"var": var, "value": value, "rule": held[0]["rule"],
+                             "why": f"facts missing on {', '.join(skip['hosts'][:6])} "
+                                    f"({skip['reason'][:200]}): not checked there"})
+            continue
+        env[var] = value
+        reasons[var] = [_reason(f) for _, f in props]
+    ties = []
+    for finding in findings:
+        for var, candidates in ((finding.get("evidence") or {}).get("candidates") or {}).items():
+            ties.append({"var": var, "rule": finding["rule"], "candidates": list(candidates),
+                         "chosen": env.get(var), "decided_by": None, "measurements": []})
+    return {"env": env, "reasons": reasons, "conflicts": conflicts, "withheld": withheld,
+            "ties": ties}
+
+
+def run_value(run: dict[str, Any], var: str) -> str | None:
+    """The value ``var`` had in a bench run: its configuration, else (for the interface list)
+    the interfaces NCCL reported using.
+
+    >>> run_value({"env": {}, "interfaces": ["eth1", "eth0"]}, "NCCL_SOCKET_IFNAME")
+    '=eth0,eth1'
+    """
+    if run["env"].get(var):
+        return run["env"][var]
+    if var == "NCCL_SOCKET_IFNAME" and run.get("interfaces"):
+        return "=" + ",".join(sorted(run["interfaces"]))
+    return None
+
+
+def _same(a: str, b: str) -> bool:
+    """Two values that mean the same interface or HCA list (order of an '=' list ignored)."""
+    if a.startswith("=") and b.startswith("="):
+        return sorted(a[1:].split(",")) == sorted(b[1:].split(","))
+    return a == b
+
+
+def decide_ties(ties: list[dict[str, Any]], runs: list[dict[str, Any]],
+                env: dict[str, str], reasons: dict[str, list[dict[str, Any]]]) -> None:
+    """Let measured bus bandwidth decide each tie; record what was measured either way."""
+    for tie in ties:
+        options = list(dict.fromkeys([*tie["candidates"], *([tie["chosen"]] if tie["chosen"] else [])]))
+        best: dict[str, tuple[float, dict[str, Any]]] = {}
+        for run in runs:
+            value = run_value(run, tie["var"])
+            score = run.get("peak_busbw_gbps") or run.get("avg_busbw_gbps")
+            if value is None or not isinstance(score, (int, float)):
+                continue
+            match = next((o for o in options if _same(o, value)), None)
+            if match is None:
+                continue
+            tie["measurements"].append({"value": match, "label": run["label"], "file": run["file"],
+                                        "op": run.get("op"), "peak_busbw_gbps": score})
+            if match not in best or score > best[match][0]:
+                best[match] = (score, run)
+        if len(best) < 2:
+            tie["verdict"] = ("not measured" if not best else
+                              f"only {next(iter(best))} was measured; measure the others too")
+            continue
+        ranked = sorted(best.items(), key=lambda kv: -kv[1][0])
+        (win, (top, run)), (_, (second, _)) = ranked[0], ranked[1]
+        if top < second * (1 + NOISE):
+            tie["verdict"] = (f"measured within {NOISE:.0%} of each other ({top:.3g} vs "
+                              f"{second:.3g} GB/s busbw): the measurement does not separate them")
+            continue
+        tie["decided_by"] = "bench"
+        tie["verdict"] = f"{win} measured {top:.3g} GB/s busbw, the next best {second:.3g} GB/s"
+        tie["chosen"] = win
+        env[tie["var"]] = win
+        facts_said = [{**r, "message": f"the facts alone: {r['message']}"}
+                      for r in reasons.get(tie["var"], [])]
+        reasons[tie["var"]] = [{
+            "rule": "bench", "severity": "info",
+            "message": (f"measured fastest: {win} at {top:.3g} GB/s peak busbw ({run['label']} "
+                        f"in {run['file']}), next best {second:.3g} GB/s"),
+            "why": ("the facts left these candidates equal; bench measured them like nccl-tests "
+                    "(busbw, GB/s = 1e9 bytes/s) and the fastest is kept"),
+            "docs": "https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md",
+            "hosts": []}] + facts_said
+
+
+def candidate_files(tie: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
+    """One env file text per candidate of a tie: the full recommendation with that value.
+
+    >>> sorted(candidate_files({"var": "NCCL_SOCKET_IFNAME", "candidates": ["=eth0", "=eth1"]}, {}))
+    ['NCCL_SOCKET_IFNAME-1.env', 'NCCL_SOCKET_IFNAME-2.env']
+    """
+    files = {}
+    for i, value in enumerate(tie["candidates"], 1):
+        text = render("env", {**env, tie["var"]: value},
+                      header=[f"candidate {i} of the {tie['var']} tie: {value}"])
+        files[f"{tie['var']}-{i}.env"] = text
+    return files
+
+
+# -- the document --------------------------------------------------------------------------------
+
+def env_overrides(nodes: list[dict[str, Any]], env: dict[str, str]) -> list[dict[str, str]]:
+    """Variables a node's environment already sets to another value: they win over the file."""
+    from ncclcheck.rules.base import fact
+
+    out = []
+    for node in nodes:
+        current = fact(node, "env.nccl") or {}
+        for var, value in env.items():
+            if var in current and current[var] != value:
+                out.append({"var": var, "host": str(node.get("hostname")),
+                            "value": current[var], "recommended": value})
+    return out
+
+
+def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
+              sources: list[str] | None = None) -> dict[str, Any]:
+    """The recommendation document for a cluster document and optional bench runs."""
+    from ncclcheck.rules import CLUSTER_RULES, NODE_RULES
+    from ncclcheck.rules.engine import evaluate
+    from ncclcheck.rules.net_socket_ifname import forget
+
+    forget()
+    nodes = list(cluster.get("nodes") or [])
+    if not nodes:
+        from ncclcheck.errors import NcclcheckError
+
+        failed = "; ".join(f"{f.get('host')}: {f.get('reason')}" for f in cluster.get("failed") or [])
+        raise NcclcheckError("no node's facts to recommend from"
+                             + (f" (every host failed: {failed[:300]})" if failed else ""))
+    hosts = [str(n.get("hostname")) for n in nodes]
+    result = evaluate(NODE_RULES + CLUSTER_RULES, nodes) if nodes else {
+        "findings": [], "skipped": [], "errors": []}
+    merged = merge(result["findings"], result["skipped"], hosts)
+    env, reasons = merged["env"], merged["reasons"]
+    runs = runs or []
+    decide_ties(merged["ties"], runs, env, reasons)
+    for tie in merged["ties"]:
+        files = list(candidate_files(tie, env))
+        tie["decide_with"] = "ncclcheck bench --hostfile HOSTS --compare " + " ".join(files)
+        tie["files"] = files
+    safe, refused = split_safe(env)
+    for item in refused:
+        reasons.pop(item["var"], None)
+    order = [v for r in (list(NODE_RULES) + list(CLUSTER_RULES)) for v in r.sets]
+    ordered = dict(sorted(safe.items(), key=lambda kv: (order.index(kv[0]) if kv[0] in order
+                                                        else len(order), kv[0])))
+    return schema.envelope(
+        RECOMMENDATION, created_at=schema.now_utc(), hosts=hosts,
+        failed=list(cluster.get("failed") or []), env=ordered,
+        reasons={v: reasons[v] for v in ordered}, findings=result["findings"],
+        skipped=result["skipped"], errors=result["errors"], conflicts=merged["conflicts"],
+        ties=merged["ties"], withheld=merged["withheld"], refused=refused,
+        env_overrides=env_overrides(nodes, ordered),
+        bench_used=[{k: r.get(k) for k in ("file", "label", "op", "peak_busbw_gbps", "env")}
+                    for r in runs],
+        differences=cluster.get("differences") or {}, sources=sources or [])
+
+
+# -- output --------------------------------------------------------------------------------------
+
+def _wrap(text: str, first: str, width: int = 98) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width=width, initial_indent=first,
+                         subsequent_indent=" " * min(len(first), 4)) or [first.rstrip()]
+
+
+def header_lines(doc: dict[str, Any], fmt: str) -> list[str]:
+    """The comment lines at the top of the env and shell formats."""
+    from ncclcheck import __version__
+
+    hosts = doc.get("hosts") or []
+    shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
+    lines = [(f"NCCL settings from ncclcheck {__version__} recommend, for {len(hosts)} node(s): "
+              f"{shown or 'none'}")]
+    if fmt == "env":
+        lines += ["Use: set -a; . ./nccl.env; set +a  |  NCCL_CONF_FILE=$PWD/nccl.env (NCCL >= 2.23)",
+                  "     docker run --env-file nccl.env  |  systemd EnvironmentFile=  |  /etc/nccl.conf",
+                  "A variable already in a process's environment wins over this file in NCCL."]
+    else:
+        lines += ["Use: . ./nccl.sh (bash, zsh, sh) before torchrun, srun or mpirun."]
+    for item in doc.get("failed") or []:
+        lines.append(f"NOT CHECKED against {item.get('host')}: {item.get('reason')}")
+    if not doc.get("env"):
+        lines.append("Nothing to set: NCCL's defaults fit these nodes (see the notes below).")
+    return lines
+
+
+def notes_for(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """Comment lines above each variable: its rules and what they saw. Variables set by the
+    same findings (NCCL_NET and NCCL_IB_DISABLE) share one block, above the first of them."""
+    notes: dict[str, list[str]] = {}
+    previous: list[tuple[str, str]] = []
+    for var, reasons in doc["reasons"].items():
+        key = [(r["rule"], r["message"]) for r in reasons]
+        lines: list[str] = []
+        if key != previous:
+            for reason in reasons:
+                lines += _wrap(reason["message"] or "", f"{reason['rule']}: ")
+        previous = key
+        overrides = [o for o in doc.get("env_overrides") or [] if o["var"] == var]
+        by_value: dict[str, list[str]] = defaultdict(list)
+        for item in overrides:
+            by_value[item["value"]].append(item["host"])
+        for value, hosts in by_value.items():
+            lines += _wrap(f"{var}={value} in the environment of {', '.join(hosts[:4])}"
+                           f"{' ...' if len(hosts) > 4 else ''} wins over this file when NCCL "
+                           "reads it (NCCL_CONF_FILE, /etc/nccl.conf); unset it there",
+                           "note: ")
+        notes[var] = lines
+    return notes
+
+
+def footer_lines(doc: dict[str, Any]) -> list[str]:
+    """Comment lines at the end: what was not set, ties, and the findings to act on."""
+    lines: list[str] = []
+    for c in doc.get("conflicts") or []:
+        lines += _wrap(f"NOT SET {c['var']}: {c['why']}", "")
+    for w in doc.get("withheld") or []:
+        lines += _wrap(f"NOT SET {w['var']}={w['value']} ({w['rule']}): {w['why']}", "")
+    for r in doc.get("refused") or []:
+        lines += _wrap(f"NOT SET {r['var']}: {r['why']}", "")
+    for t in doc.get("ties") or []:
+        if t.get("decided_by"):
+            lines += _wrap(f"TIE {t['var']} decided by bench: {t.get('verdict')}", "")
+        else:
+            lines += _wrap(f"TIE {t['var']}: {' or '.join(t['candidates'])} qualify equally "
+                           f"({t.get('verdict') or 'not measured'}); decide with: "
+                           f"{t['decide_with']} (recommend --candidates-dir writes the files)", "")
+    acted = {f["rule"] for r in doc["reasons"].values() for f in r}
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for f in doc.get("findings") or []:
+        if f["severity"] in ("warning", "error") and not f.get("env") and f["rule"] not in acted:
+            grouped[(f["severity"], f["rule"])].append(f)
+    for (severity, rule), found in grouped.items():
+        per_node = len(found) > 1 and all(len(f.get("hosts") or []) == 1 for f in found)
+        if not per_node:  # cluster findings: each says something different
+            for f in found:
+                lines += _wrap(f"{severity.upper()} {rule}: {f['message']}", "")
+            continue
+        hosts = sorted({h for f in found for h in f.get("hosts") or []})
+        where = f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}"
+        lines += _wrap(f"{severity.upper()} {rule}{where}: {found[0]['message']}", "")
+    return lines
+
+
+def render_output(doc: dict[str, Any], fmt: str) -> str:
+    """The text of ``--format`` for a recommendation document."""
+    if fmt in ("env", "shell"):
+        return render(fmt, doc["env"], notes_for(doc), header_lines(doc, fmt), footer_lines(doc))
+    return render(fmt, doc["env"], document=doc)
+
+
+def problems(doc: dict[str, Any]) -> list[dict[str, str]]:
+    """Findings plus conflicts and refused values (as errors), for ``--fail-on``."""
+    extra = [{"severity": "error"} for _ in (doc.get("conflicts") or []) + (doc.get("refused") or [])]
+    return list(doc.get("findings") or []) + extra
+
+
+# -- the command ---------------------------------------------------------------------------------
+
+def write_candidates(doc: dict[str, Any], folder: str) -> list[str]:
+    """``--candidates-dir``: write each tie's candidate env files and point decide_with at them."""
+    import os
+
+    from ncclcheck.errors import BadInput
+
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        raise BadInput(f"--candidates-dir {folder}: cannot create ({exc.strerror or exc})") from None
+    written = []
+    for tie in doc.get("ties") or []:
+        paths = []
+        for name, text in candidate_files(tie, doc["env"]).items():
+            path = os.path.join(folder, name)
+            schema.write_atomic(path, text)
+            paths.append(path)
+        tie["files"] = paths
+        tie["decide_with"] = "ncclcheck bench --hostfile HOSTS --compare " + " ".join(paths)
+        written += paths
+    return written
+
+
+def verify_document(doc: dict[str, Any], nccl_lib: str | None,
+                    local_facts: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``--verify``: write the env format to a private temporary file and check it with libnccl."""
+    import os
+    import tempfile
+
+    from ncclcheck.verify import find_libnccl, verify
+
+    with tempfile.TemporaryDirectory(prefix="ncclcheck-verify-") as tmp:
+        path = os.path.join(tmp, "nccl.env")
+        Path(path).write_text(render_output(doc, "env"), encoding="utf-8")
+        return verify(path, find_libnccl(local_facts, nccl_lib))
+
+
+def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify: bool = False,
+                nccl_lib: str | None = None, candidates_dir: str | None = None,
+                output: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, str]]]:
+    """Everything ``ncclcheck recommend`` does but printing: (document, output text, problems)."""
+    import socket
+
+    cluster = load_facts(probe_paths) if probe_paths else probe_this_node()
+    runs = load_bench(bench_paths)
+    doc = recommend(cluster, runs, sources=list(probe_paths) or ["this node (live probe)"])
+    if candidates_dir:
+        write_candidates(doc, candidates_dir)
+    if verify:
+        here = socket.gethostname()
+        nodes = cluster.get("nodes") or []
+        local = next((n for n in nodes if n.get("hostname") == here),
+                     nodes[0] if not probe_paths and nodes else None)
+        doc["verify"] = verify_document(doc, nccl_lib, local)
+    return doc, render_output(doc, fmt), problems(doc)

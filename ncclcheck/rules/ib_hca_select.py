@@ -1,0 +1,150 @@
+"""ib-hca-select: an exact ``NCCL_IB_HCA`` list where NCCL's default would take unwanted ports.
+
+Unset, NCCL uses every ACTIVE port whose link layer is InfiniBand or Ethernet
+(src/transport/net_ib/init.cc). That is wrong when a node has:
+
+* **mixed link layers**: IB compute ports beside a RoCE/Ethernet port; NCCL then warns
+  "Attempted to merge incompatible devices" or spreads rings over both. The IB ports are kept;
+* **a front-end NIC**: an RDMA port whose netdev carries the default route, or that is slower
+  than the node's other ports (the storage/management NIC of DGX and OCI shapes). It is left out
+  when other ports remain;
+* **the prefix trap**: an ``NCCL_IB_HCA`` already set without ``=`` (``mlx5_1`` also matches
+  ``mlx5_10`` ... ``mlx5_19``).
+
+The value lists ``device:port`` entries after ``=`` (exact match). Nodes must agree; the union of
+lists is used when it selects exactly the wanted ports on every node, otherwise each node's value
+is reported and they conflict.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.net_transport import active_ports, ib_ready
+
+VAR = "NCCL_IB_HCA"
+_DIGITS = re.compile(r"(\d+)")
+
+
+@lru_cache(maxsize=8192)
+def natural(text: str) -> tuple:
+    """Sort key that puts mlx5_2 before mlx5_10.
+
+    >>> sorted(["mlx5_10:1", "mlx5_2:1"], key=natural)
+    ['mlx5_2:1', 'mlx5_10:1']
+    """
+    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))
+
+
+def prefix_trap(value: str | None, devices: list[str]) -> list[str]:
+    """Devices a prefix-style ``NCCL_IB_HCA`` catches that its entries do not name exactly.
+
+    >>> prefix_trap("mlx5_1,mlx5_2", ["mlx5_1", "mlx5_2", "mlx5_10", "mlx5_11"])
+    ['mlx5_10', 'mlx5_11']
+    >>> prefix_trap("=mlx5_1", ["mlx5_1", "mlx5_10"]), prefix_trap(None, ["mlx5_1"])
+    ([], [])
+    """
+    if not value:
+        return []
+    body = value.lstrip("^")
+    if body.startswith("="):
+        return []
+    names = [e.split(":", 1)[0] for e in body.split(",") if e]
+    return sorted({d for d in devices for n in names if d.startswith(n) and d not in names},
+                  key=natural)
+
+
+def wanted_ports(facts: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
+    """(all active ``dev:port``, the wanted ones, reasons for leaving the others out)."""
+    ports = active_ports(facts)
+    entries = {f"{p['device']}:{p['port']}": p for p in ports}
+    keep = dict(entries)
+    reasons: list[str] = []
+    layers = {p.get("link_layer") for p in ports}
+    if len(layers) > 1:
+        eth = sorted((e for e, p in keep.items() if p.get("link_layer") == "Ethernet"), key=natural)
+        for e in eth:
+            keep.pop(e)
+        reasons.append(f"mixed link layers: {', '.join(eth)} (Ethernet) beside InfiniBand ports")
+    routed = set(fact(facts, "network.default_route_interfaces", []) or [])
+    front = sorted((e for e, p in keep.items() if p.get("netdev") in routed), key=natural)
+    if front and len(front) < len(keep):
+        for e in front:
+            keep.pop(e)
+        reasons.append(f"front-end NIC: {', '.join(front)} carries the default route")
+    rates = [p.get("rate_gbps") for p in keep.values() if isinstance(p.get("rate_gbps"), (int, float))]
+    if rates and len(keep) > 1:
+        slow = sorted((e for e, p in keep.items()
+                       if isinstance(p.get("rate_gbps"), (int, float)) and p["rate_gbps"] < max(rates)),
+                      key=natural)
+        if slow and len(slow) < len(keep):
+            for e in slow:
+                keep.pop(e)
+            reasons.append(f"front-end NIC: {', '.join(slow)} slower than the "
+                           f"{max(rates):g} Gb/s ports")
+    return (sorted(entries, key=natural), sorted(keep, key=natural), reasons)
+
+
+def _current(facts: dict[str, Any]) -> str | None:
+    return (fact(facts, "env.nccl") or {}).get(VAR) or (fact(facts, "nccl.conf_env") or {}).get(VAR)
+
+
+def check(nodes: list[dict[str, Any]]) -> list[Finding]:
+    """Recommend an exact list when some node's default would pick unwanted ports."""
+    per: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    if not all(ib_ready(n)[0] for n in nodes):
+        return []  # IB is not used everywhere: net-transport chooses Socket
+    for node in nodes:
+        host = hostname(node)
+        active, keep, reasons = wanted_ports(node)
+        devices = [d.get("name") for d in fact(node, "ib.devices", [])]
+        trap = prefix_trap(_current(node), devices)
+        if trap:
+            reasons.append(f"{VAR}={_current(node)} also matches {', '.join(trap)} (prefix match)")
+        per[host] = (active, keep, reasons)
+    if not any(reasons for _, _, reasons in per.values()):
+        return []
+    values = {h: "=" + ",".join(keep) for h, (_, keep, _) in per.items()}
+    by_reason: dict[str, list[str]] = {}
+    for host, (_, _, reasons) in per.items():
+        for reason in reasons:
+            by_reason.setdefault(reason, []).append(host)
+    why = "; ".join(reason + ("" if len(hosts) == len(per) else
+                              f" (on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''})")
+                    for reason, hosts in by_reason.items())
+    evidence = {"ib.active_ports": {h: a for h, (a, _, _) in per.items()},
+                "wanted": {h: k for h, (_, k, _) in per.items()}}
+    union = sorted({e for _, keep, _ in per.values() for e in keep}, key=natural)
+    if all(set(union) & set(active) == set(keep) for active, keep, _ in per.values()):
+        value = "=" + ",".join(union)
+        return [Finding(message=f"use {value[1:]}; left unset, NCCL would also take {why}",
+                        env={VAR: value}, evidence=evidence)]
+    groups: dict[str, list[str]] = {}
+    for host, value in values.items():
+        groups.setdefault(value, []).append(host)
+    return [Finding(message=(f"use {value[1:]} on {', '.join(hosts[:6])}: the nodes' RDMA ports "
+                             f"differ, so one list does not fit all ({why})"),
+                    env={VAR: value}, evidence=evidence, hosts=tuple(hosts))
+            for value, hosts in groups.items()]
+
+
+RULE = Rule(
+    id="ib-hca-select",
+    title="List NCCL_IB_HCA exactly where the default takes unwanted ports",
+    severity=Severity.WARNING,
+    reads=("ib.devices", "ib.dev_infiniband?", "nccl.ibverbs", "network.default_route_interfaces?",
+           "env.nccl?", "nccl.conf_env?"),
+    sets=(VAR,),
+    why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (net_ib/init.cc), so a "
+         "front-end or storage NIC joins the rings, and mixing link layers fails with "
+         "'Attempted to merge incompatible devices'. Entries without '=' are prefixes: mlx5_1 "
+         "also selects mlx5_10 to mlx5_19; NCCL's docs advise the '=' form. Vendor profiles "
+         "(OCI) list exact ports for this reason."),
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca",
+    fix="Export the exact NCCL_IB_HCA list (='dev:port,...') on every node.",
+    check=check,
+    scope="cluster",
+)

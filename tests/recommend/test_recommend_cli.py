@@ -1,0 +1,143 @@
+"""``ncclcheck recommend``, ``rules`` and ``probe --from`` on the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from recommend_scenarios import assemble
+
+from ncclcheck.envformat import parse_env_text
+from ncclcheck.exitcodes import ExitCode
+
+
+def ncclcheck(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ncclcheck", *args], capture_output=True,
+                          text=True, timeout=120, **kw, check=False)
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("facts")
+    out = {}
+    for name in ("roce-pair", "gid-conflict", "ib-broken-on-one"):
+        doc = assemble(name)
+        out[name] = folder / f"{name}.json"
+        out[name].write_text(json.dumps(doc))
+        per_node = folder / name
+        per_node.mkdir()
+        for node in doc["nodes"]:
+            (per_node / f"{node['hostname']}.json").write_text(json.dumps(node))
+    return out
+
+
+def test_stdout_is_only_the_env_file(files):
+    out = ncclcheck("recommend", "--probe", str(files["roce-pair"]))
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if ln]
+    assert all(ln.startswith("#") or "=" in ln for ln in lines)
+    assert parse_env_text(out.stdout) == {"NCCL_SOCKET_IFNAME": "=bond0,bond0.100",
+                                          "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20"}
+    assert "recommendation for 2 node(s)" in out.stderr and "NCCL_SOCKET_IFNAME" in out.stderr
+
+
+def test_greedy_probe_takes_a_glob_and_explain_gives_reasons(files):
+    nodes = sorted(str(p) for p in (files["roce-pair"].parent / "roce-pair").iterdir())
+    out = ncclcheck("recommend", "--probe", *nodes, "--explain")
+    assert out.returncode == 0, out.stderr
+    assert "why:" in out.stderr and "see: https://" in out.stderr
+    assert parse_env_text(out.stdout)["NCCL_NET"] == "IB"
+
+
+@pytest.mark.parametrize("fmt, check", [
+    ("shell", lambda t: "export NCCL_SOCKET_IFNAME==bond0,bond0.100" in t),
+    ("deepspeed", lambda t: t.splitlines()[0].startswith("NCCL_") and "#" not in t),
+    ("json", lambda t: json.loads(t)["schema"] == "ncclcheck/recommendation"),
+])
+def test_formats(files, fmt, check):
+    out = ncclcheck("recommend", "--probe", str(files["roce-pair"]), "--format", fmt, "-q")
+    assert out.returncode == 0 and out.stderr == "" and check(out.stdout), out.stdout
+
+
+def test_output_file_and_fail_on(files, tmp_path):
+    target = tmp_path / "nccl.env"
+    out = ncclcheck("recommend", "--probe", str(files["gid-conflict"]), "-o", str(target),
+                    "--fail-on", "error", "-q")
+    assert out.returncode == ExitCode.FINDINGS and out.stdout == ""
+    assert "NOT SET NCCL_IB_GID_INDEX" in target.read_text()
+
+
+def test_candidates_dir_writes_the_tie_files(files, tmp_path):
+    out = ncclcheck("recommend", "--probe", str(files["ib-broken-on-one"]), "--format", "json",
+                    "--candidates-dir", str(tmp_path / "c"), "-q")
+    tie = json.loads(out.stdout)["ties"][0]
+    assert len(tie["files"]) == 8 and all(str(tmp_path) in f for f in tie["files"])
+    assert parse_env_text(Path(tie["files"][0]).read_text())["NCCL_SOCKET_IFNAME"] == "=ibp26s0"
+    assert tie["decide_with"].endswith(tie["files"][-1])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["recommend", "--probe", "/no/such.json"], "no such file"),
+    (["recommend", "--probe"], "requires an argument"),
+    (["recommend", "--bench", "/no/such.json", "--probe", "/no/such/either.json"], "no such"),
+    (["recommend", "--format", "toml"], "Invalid value"),
+    (["probe", "--from", "/no/such/dir"], "no such file"),
+    (["probe", "--hostfile", "/no/such/hosts"], "cannot read hostfile"),
+])
+def test_bad_input_is_one_line_exit_2(args, needle):
+    out = ncclcheck(*args)
+    assert out.returncode == ExitCode.USAGE, (out.returncode, out.stderr)
+    assert needle in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bench_must_be_a_bench_document(files):
+    out = ncclcheck("recommend", "--probe", str(files["roce-pair"]), "--bench",
+                    str(files["roce-pair"]))
+    assert out.returncode == ExitCode.USAGE and "expected ncclcheck/bench" in out.stderr
+
+
+def test_rules_lists_every_rule():
+    from ncclcheck.rules import ALL_RULES
+
+    out = ncclcheck("rules", "--json")
+    assert [r["id"] for r in json.loads(out.stdout)] == [r.id for r in ALL_RULES]
+    table = ncclcheck("rules")
+    assert table.returncode == 0 and "net-socket-ifname" in table.stdout
+
+
+def test_probe_from_shows_what_differs(tmp_path):
+    doc = assemble("version-drift")
+    for node in doc["nodes"]:
+        (tmp_path / f"{node['hostname']}.json").write_text(json.dumps(node))
+    out = ncclcheck("probe", "--from", str(tmp_path), "--json")
+    assert out.returncode == 0, out.stderr
+    cluster = json.loads(out.stdout)
+    assert cluster["schema"] == "ncclcheck/cluster" and len(cluster["nodes"]) == 3
+    assert "h100-node-03=2.18.3" in out.stderr  # the outlier, named
+    out = ncclcheck("probe", "--from", *sorted(str(p) for p in tmp_path.iterdir()))
+    assert "3 node(s) probed, 0 failed" in out.stdout
+
+
+def test_recommend_never_imports_torch(files):
+    code = ("import sys\nfrom ncclcheck import cli\n"
+            "try:\n"
+            f"    cli.main(['recommend', '-q', '--probe', {str(files['roce-pair'])!r}])\n"
+            "except SystemExit:\n    pass\n"
+            "sys.stderr.write('LOADED:' + ','.join(m for m in sys.modules if m.split('.')[0] == 'torch'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert out.stderr.rsplit("LOADED:", 1)[-1] == "", out.stderr[-500:]
+
+
+def test_a_cluster_where_every_host_failed_is_an_error(tmp_path):
+    from ncclcheck.cluster import cluster_document
+
+    path = tmp_path / "c.json"
+    path.write_text(json.dumps(cluster_document([], [{"host": "n1", "reason": "n1: timed out"}],
+                                                source="ssh")))
+    out = ncclcheck("recommend", "--probe", str(path))
+    assert out.returncode == ExitCode.ERROR and out.stdout == ""
+    assert "every host failed" in out.stderr and "n1: timed out" in out.stderr
