@@ -37,9 +37,42 @@ def run_section(host: Host, name: str, collect: Any) -> dict[str, Any]:
     except Exception as exc:  # a broken probe is data in the output, never a crash
         status = "error"
         errors.append(f"{type(exc).__name__}: {exc}")
-    sources = list(dict.fromkeys(host.sources[start_sources:]))
+    sources = compact_sources(list(dict.fromkeys(host.sources[start_sources:])))
     return {"status": status, "duration_s": round(time.perf_counter() - started, 4),
             "sources": sources, "errors": errors, "data": data}
+
+
+def compact_sources(sources: list[str]) -> list[str]:
+    """Files grouped by directory as ``dir/{a,b}`` (sorted), then commands and queries in order.
+
+    >>> compact_sources(["/sys/a/x", "$ ip -j addr", "/sys/b/z", "/sys/a/y"])
+    ['/sys/a/{x,y}', '/sys/b/z', '$ ip -j addr']
+    """
+    files = sorted(s for s in sources if s.startswith("/"))
+    sources = files + [s for s in sources if not s.startswith("/")]
+    out: list[str] = []
+    group: list[str] = []
+    parent = None
+
+    def flush() -> None:
+        if group:
+            out.append(f"{parent}/{group[0]}" if len(group) == 1
+                       else f"{parent}/{{{','.join(group)}}}")
+            group.clear()
+
+    for src in sources:
+        head, sep, name = src.rpartition("/")
+        if not src.startswith("/") or not sep:
+            flush()
+            parent = None
+            out.append(src)
+            continue
+        if head != parent:
+            flush()
+            parent = head
+        group.append(name)
+    flush()
+    return out
 
 
 def select(only: Iterable[str] | None) -> list[str]:
