@@ -1,0 +1,205 @@
+"""``ncclcheck diagnose``: explain NCCL logs, from any launcher, streaming and with bounded memory.
+
+Flow: open each input (file, gzip file or ``-``) → stream its lines → keep the cheap-to-spot
+candidates (:class:`Wanted`) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
+(per-process facts and line-level findings) → run the whole-log checks
+(:mod:`ncclcheck.signatures.derived`) → build the ``ncclcheck/diagnosis`` document.
+
+The document::
+
+    {"schema": "ncclcheck/diagnosis", "schema_version": 1, "ncclcheck_version": ...,
+     "inputs": [{"name", "gzip", "bytes", "lines", "truncated_lines"}],
+     "healthy": bool, "summary": {...}, "hosts": {host: {...}}, "ranks": [{...}, ...],
+     "findings": [{"id", "title", "severity", "message", "cause", "fix", "docs",
+                   "evidence": [{"file", "line", "text"}], "hosts", "ranks", "count"}]}
+"""
+
+from __future__ import annotations
+
+from typing import Any, BinaryIO, Optional, Sequence
+
+from ncclcheck.errors import BadInput
+from ncclcheck.logparse.reader import (
+    InputStats,
+    check_readable,
+    iter_lines,
+    open_source,
+)
+from ncclcheck.logparse.state import LogState, Proc
+from ncclcheck.schema import envelope
+from ncclcheck.signatures.derived import plural, run_checks
+
+MAX_RANKS_LISTED = 4096
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+#: What a line without "NCCL" must contain to matter: NCCL's own API names (ncclShmOpen,
+#: ncclSystemError, /dev/shm/nccl-*), crash signals, the torch heartbeat, RDMA device names.
+#: NCCL's WARN text repeated by PyTorch after "Last error:" is caught by taking the next line.
+TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
+             b"Last error")
+
+
+class Wanted:
+    """The reader's filter: is a raw line worth decoding? (Stateful: the line after
+    ``Last error:`` is always taken, since PyTorch prints NCCL's reason there.)
+
+    >>> w = Wanted()
+    >>> w(b"host:1:2 [0] NCCL INFO Using network IB"), w(b"epoch 3 loss 0.25")
+    (True, False)
+    >>> w(b"Last error:"), w(b"Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1000")
+    (True, True)
+    """
+
+    def __init__(self) -> None:
+        self._take_next = False
+
+    def __call__(self, line: bytes) -> bool:
+        if self._take_next:
+            self._take_next = False
+            return True
+        if b"NCCL" in line:
+            return True
+        for key in TEXT_KEYS:
+            if key in line:
+                if key == b"Last error":
+                    self._take_next = True
+                return True
+        return False
+
+
+def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> dict[str, Any]:
+    """Read every input and return the diagnosis document.
+
+    Args:
+        paths: log files (plain or gzip); ``-`` reads ``stdin``.
+        stdin: the binary stream ``-`` stands for (default ``sys.stdin.buffer``).
+
+    Raises:
+        BadInput: no input, ``-`` twice, or a file that cannot be read (named in the message).
+    """
+    if not paths:
+        raise BadInput("no input: give one or more log files, or - for standard input")
+    if list(paths).count("-") > 1:
+        raise BadInput("- (standard input) can only be given once")
+    for path in paths:
+        check_readable(path)
+    state = LogState()
+    inputs: list[InputStats] = []
+    for path in paths:
+        with open_source(path, stdin) as src:
+            feed = state.feed_bytes
+            name = src.stats.name
+            for lineno, raw in iter_lines(src.stream, src.stats, Wanted(), always=b"NCCL"):
+                feed(raw, name, lineno)
+            inputs.append(src.stats)
+    run_checks(state)
+    return build_document(state, inputs)
+
+
+def _gdr_summary(p: Proc) -> Optional[str]:
+    if p.gdr_connections:
+        return "used"
+    if any(p.gdr.values()):
+        return "enabled"
+    if p.gdr and p.net_family() == "ib":
+        return "disabled"
+    return None
+
+
+def rank_facts(p: Proc) -> dict[str, Any]:
+    """The per-process facts of the document's ``ranks`` list."""
+    return {
+        "key": p.key, "host": p.host, "node": p.node, "pid": p.pid, "rank": p.display_rank(),
+        "nranks": p.largest_nranks(), "cuda_devices": sorted(p.devs), "bus_id": p.bus_id,
+        "nccl_version": p.nccl_version or p.torch_version, "cuda_version": p.cuda_version,
+        "cuda_driver": p.cuda_driver,
+        "bootstrap": [{"interface": n, "address": a} for n, a in p.bootstrap],
+        "network": p.net_name(),
+        "ib_devices": [{"name": n, "port": port, "link_layer": ll} for n, port, ll in p.ib_devices],
+        "oob": {"interface": p.oob[0], "address": p.oob[1]} if p.oob else None,
+        "socket_interfaces": [{"interface": n, "address": a} for n, a in p.socket_ifs],
+        "plugins": p.plugins, "gdr": _gdr_summary(p), "dmabuf": p.dmabuf or None,
+        "channels": p.channels or p.coll_channels or (len(p.rings) or None),
+        "rings": len(p.rings) or None, "trees": p.trees,
+        "transports": dict(sorted(p.transports.items())),
+        "init_complete": p.init_complete, "communicators": len(p.comms),
+        "nnodes": p.nnodes, "env": dict(sorted(p.env.items())), "warnings": p.warns,
+        "lines": p.lines,
+    }
+
+
+def host_facts(procs: list[Proc]) -> dict[str, dict[str, Any]]:
+    """Per-host roll-up of the processes (keyed by NCCL's host name, else the launcher's)."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in procs:
+        host = p.host or p.node
+        if not host:
+            continue
+        h = out.setdefault(host, {"processes": 0, "ranks": [], "nccl_versions": [],
+                                  "cuda_drivers": [], "networks": [], "bootstrap": [],
+                                  "ib_devices": [], "gdr": [], "init_complete": 0})
+        h["processes"] += 1
+        r = p.display_rank()
+        if r is not None and r not in h["ranks"] and len(h["ranks"]) < 1024:
+            h["ranks"].append(r)
+        for key, value in (("nccl_versions", p.nccl_version), ("cuda_drivers", p.cuda_driver),
+                           ("networks", p.net_name()),
+                           ("gdr", _gdr_summary(p))):
+            if value is not None and value not in h[key]:
+                h[key].append(value)
+        for n, a in p.bootstrap[:1]:
+            if f"{n}:{a}" not in h["bootstrap"]:
+                h["bootstrap"].append(f"{n}:{a}")
+        for n, port, ll in p.ib_devices:
+            label = f"{n}:{port}/{ll}"
+            if label not in h["ib_devices"] and len(h["ib_devices"]) < 64:
+                h["ib_devices"].append(label)
+        h["init_complete"] += int(p.init_complete)
+    for h in out.values():
+        h["ranks"].sort()
+        h["init_complete"] = f"{h['init_complete']}/{h['processes']}"
+    return dict(sorted(out.items()))
+
+
+def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
+    """The ``ncclcheck/diagnosis`` document for everything fed to ``state``."""
+    procs = sorted((p for p in state.procs.values()
+                    if p.lines or p.nccl_version or p.torch_version),
+                   key=lambda p: (p.host or p.node or "~", p.display_rank() if p.display_rank()
+                                  is not None else 1 << 30, p.pid or 0, p.key))
+    findings = sorted((acc.as_dict() for acc in state.findings.values()),
+                      key=lambda f: (_SEVERITY_ORDER.get(f["severity"], 3), f["id"]))
+    counts = {s: sum(1 for f in findings if f["severity"] == s) for s in ("error", "warning", "info")}
+    nccl_lines = sum(p.lines for p in procs)
+    versions = sorted({p.nccl_version for p in procs if p.nccl_version} | set(state.bare_versions))
+    networks = sorted({n for n in (p.net_name() for p in procs) if n})
+    started = sum(1 for p in procs if p.comms)
+    complete = sum(1 for p in procs if p.init_complete)
+    hosts = host_facts(procs)
+    healthy = nccl_lines > 0 and not counts["error"] and not counts["warning"]
+    if nccl_lines == 0 and not findings:
+        verdict = "no NCCL output found (run the job with NCCL_DEBUG=INFO)"
+    elif healthy:
+        verdict = (f"healthy: {plural(len(procs), 'process')} on {plural(len(hosts), 'host')}"
+                   + (f", {complete} reached Init COMPLETE" if complete else "")
+                   + (f", network {', '.join(networks)}" if networks else ""))
+    else:
+        verdict = (f"problems found: {plural(counts['error'], 'error')}, "
+                   f"{plural(counts['warning'], 'warning')}")
+    doc = envelope(
+        "ncclcheck/diagnosis",
+        inputs=[s.as_dict() for s in inputs],
+        healthy=healthy,
+        summary={"verdict": verdict, "processes": len(procs) + state.procs_dropped,
+                 "hosts": len(hosts), "nccl_lines": nccl_lines, "nccl_versions": versions,
+                 "networks": networks,
+                 "init": {"started": started, "complete": complete},
+                 "findings": counts},
+        hosts=hosts,
+        ranks=[rank_facts(p) for p in procs[:MAX_RANKS_LISTED]],
+        findings=findings,
+    )
+    if len(procs) > MAX_RANKS_LISTED or state.procs_dropped:
+        doc["ranks_omitted"] = max(0, len(procs) - MAX_RANKS_LISTED) + state.procs_dropped
+    if state.parse_errors:
+        doc["parser"] = {"errors": state.parse_errors, "first_error": state.first_parse_error}
+    return doc

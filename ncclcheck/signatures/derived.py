@@ -1,0 +1,261 @@
+"""Whole-log checks: what no single line says, but the ranks together do.
+
+They run once, after the last line, over :class:`~ncclcheck.logparse.state.LogState`:
+
+* ranks that disagree on the NCCL version or on the network transport;
+* a virtual or loopback interface used between nodes (``net-socket-ifname``);
+* RDMA hardware in sight while NCCL runs over sockets (libibverbs missing, no usable device);
+* GPUDirect RDMA disabled on the HCAs in use;
+* ranks that started init and never completed it while others did;
+* the fallback "an NCCL call failed" and the info-level list of unrecognised WARN lines, only
+  when nothing more specific explains the log.
+
+Each check is conservative: it needs positive evidence in the log (two hosts, an RDMA device
+name, an Init START) before it says anything, because an invented problem is worse than none.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Optional
+
+from ncclcheck.logparse.state import FindingAcc, LogState, Proc
+from ncclcheck.signatures import BY_ID, Detail
+from ncclcheck.signatures.interface import LOCAL_ADDRESS, VIRTUAL_IFACE
+
+
+def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
+           evidence: Iterable[Optional[dict[str, Any]]], severity: str = "") -> FindingAcc:
+    """Add a whole-log finding (or extend the line finding with the same id)."""
+    sig = BY_ID[sig_id]
+    acc = state.findings.get(sig_id)
+    if acc is None:
+        acc = state.findings[sig_id] = FindingAcc(sig)
+        acc.message = message
+    elif acc.message is None and acc.detail is not None and not acc.detail.message:
+        acc.message = message
+    procs = list(procs)
+    evs = [e for e in evidence if e]
+    acc.add(Detail(severity=severity or sig.severity), None, None, None)
+    for ev in evs:
+        if ev not in acc.evidence and len(acc.evidence) < 5:
+            acc.evidence.append(ev)
+    for p in procs:
+        if (p.host or p.node) and len(acc.hosts) < 256:
+            acc.hosts.add(p.host or p.node)  # type: ignore[arg-type]
+        r = p.display_rank()
+        if r is not None and len(acc.ranks) < 256:
+            acc.ranks.add(r)
+    return acc
+
+
+def plural(n: int, word: str) -> str:
+    """``1 process``, ``3 processes``.
+
+    >>> plural(1, "process"), plural(3, "process"), plural(2, "line")
+    ('1 process', '3 processes', '2 lines')
+    """
+    if n == 1:
+        return f"1 {word}"
+    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
+
+
+def multi_node(state: LogState) -> bool:
+    """Whether the log shows traffic between nodes: two hosts, nNodes > 1 or a NET connection."""
+    hosts = {p.host or p.node for p in state.procs.values() if p.host or p.node}
+    if len(hosts) > 1:
+        return True
+    return any((p.nnodes or 0) > 1 or any(t.startswith("NET/") for t in p.transports)
+               for p in state.procs.values())
+
+
+def check_versions(state: LogState) -> None:
+    """``cluster-nccl-version-mismatch``: more than one NCCL version among the ranks."""
+    by_version: dict[str, list[Proc]] = defaultdict(list)
+    for p in state.procs.values():
+        if p.nccl_version:
+            by_version[p.nccl_version].append(p)
+    versions = set(by_version) | set(state.bare_versions)
+    if len(versions) < 2:
+        return
+    parts = []
+    for v in sorted(versions):
+        hosts = sorted({p.host or p.node or "?" for p in by_version.get(v, [])})
+        parts.append(f"{v} ({', '.join(hosts[:4]) or 'host unknown'}"
+                     f"{', ...' if len(hosts) > 4 else ''})")
+    _raise(state, "cluster-nccl-version-mismatch",
+           "ranks report different NCCL versions: " + "; ".join(parts),
+           [p for ps in by_version.values() for p in ps],
+           [state.bare_versions.get(v) for v in sorted(versions)])
+
+
+def check_transports(state: LogState) -> None:
+    """``log-transport-mismatch``: ranks of a multi-node job on different network transports."""
+    by_family: dict[str, list[Proc]] = defaultdict(list)
+    for p in state.procs.values():
+        fam = p.net_family()
+        if fam:
+            by_family[fam].append(p)
+    if len(by_family) < 2:
+        return
+    parts = [f"{fam} on {', '.join(sorted({p.host or p.node or '?' for p in ps})[:4])}"
+             for fam, ps in sorted(by_family.items())]
+    _raise(state, "log-transport-mismatch",
+           "ranks chose different network transports: " + "; ".join(parts),
+           [p for ps in by_family.values() for p in ps],
+           [ps[0].evidence.get("network") or ps[0].evidence.get("net_socket")
+            for ps in by_family.values()])
+
+
+def _bad(name: str, addr: str) -> bool:
+    return bool(VIRTUAL_IFACE.match(name) or LOCAL_ADDRESS.match(addr))
+
+
+def check_interfaces(state: LogState) -> None:
+    """``net-socket-ifname``: bootstrap, OOB or Socket traffic on a virtual/loopback interface."""
+    if not multi_node(state):
+        return
+    first_bad: list[tuple[Proc, str]] = []
+    extra_bad: list[tuple[Proc, str]] = []
+    by_addr: dict[str, set[str]] = defaultdict(set)
+    for p in state.procs.values():
+        firsts = []
+        if p.bootstrap:
+            firsts.append(p.bootstrap[0])
+            by_addr[f"{p.bootstrap[0][0]}:{p.bootstrap[0][1]}"].add(p.host or p.node or "?")
+        if p.oob:
+            firsts.append(p.oob)
+        if p.socket_ifs:
+            firsts.append(p.socket_ifs[0])
+        bad = [f"{n}:{a}" for n, a in firsts if _bad(n, a)]
+        if bad:
+            first_bad.append((p, bad[0]))
+            continue
+        if p.net_family() == "socket":
+            extra = [f"{n}:{a}" for n, a in p.socket_ifs[1:] if _bad(n, a)]
+            if extra:
+                extra_bad.append((p, extra[0]))
+    shared = {addr: hosts for addr, hosts in by_addr.items()
+              if len(hosts) > 1 and "?" not in hosts and not addr.endswith(":?")}
+    if not first_bad and not extra_bad and not shared:
+        return
+    if first_bad or shared:
+        what = first_bad[0][1] if first_bad else next(iter(shared))
+        why = (f"the same bootstrap address {what} appears on hosts "
+               f"{', '.join(sorted(shared[what]))}" if not first_bad and shared else
+               f"NCCL bootstraps or connects through {what}, which cannot reach other nodes")
+        procs = [p for p, _ in first_bad] or [p for p in state.procs.values() if p.bootstrap and
+                                              f"{p.bootstrap[0][0]}:{p.bootstrap[0][1]}" in shared]
+        _raise(state, "net-socket-ifname", f"{why} ({plural(len(procs), 'process')})", procs,
+               [p.evidence.get("bootstrap") or p.evidence.get("net_socket")
+                or p.evidence.get("net_ib") for p in procs[:5]], severity="error")
+    else:
+        procs = [p for p, _ in extra_bad]
+        _raise(state, "net-socket-ifname",
+               f"the Socket transport also spreads traffic over {extra_bad[0][1]} "
+               f"({plural(len(procs), 'process')})", procs,
+               [p.evidence.get("net_socket") for p in procs[:5]])
+
+
+def check_rdma_unused(state: LogState) -> None:
+    """``nccl-ibverbs-unloadable`` and ``log-silent-socket-fallback``: RDMA in sight on a
+    process's own host, yet the process talks over sockets."""
+    if any(p.env.get("NCCL_IB_DISABLE", "").strip() not in ("", "0") for p in state.procs.values()):
+        return                                            # sockets chosen on purpose
+    socketish = [p for p in state.procs.values() if p.net_family() in ("socket", None)]
+    no_verbs = [p for p in socketish if p.ibverbs_missing]
+    if no_verbs:
+        seen = [state.rdma_seen(p) for p in no_verbs]
+        names = sorted({n for ns, _ in seen for n in ns})
+        several = multi_node(state)
+        if names or several:
+            hint = f"; the log shows RDMA hardware ({', '.join(names[:3])})" if names else ""
+            scope = "" if several else " (no traffic leaves this node in this log)"
+            _raise(state, "nccl-ibverbs-unloadable",
+                   f"libibverbs could not be loaded ({plural(len(no_verbs), 'process')}), so "
+                   f"traffic between nodes goes over TCP sockets{hint}{scope}", no_verbs,
+                   [no_verbs[0].evidence.get("ibverbs")] + [e for _, es in seen for e in es][:2],
+                   severity="warning" if names and several else "info")
+    fallen = []
+    for p in socketish:
+        if p.net_family() == "socket" and not p.ibverbs_missing and (p.ib_no_device or
+                                                                     p.ib_open_failed):
+            names, lines = state.rdma_seen(p)
+            if names:
+                fallen.append((p, names, lines))
+    if fallen:
+        names = sorted({n for _, ns, _ in fallen for n in ns})
+        _raise(state, "log-silent-socket-fallback",
+               f"the Socket transport is in use ({plural(len(fallen), 'process')}) although the "
+               f"log shows RDMA devices on the same host ({', '.join(names[:3])})",
+               [p for p, _, _ in fallen],
+               [fallen[0][0].evidence.get("ib_no_device"), fallen[0][0].evidence.get("network")]
+               + fallen[0][2][:2])
+
+
+def check_gdr(state: LogState) -> None:
+    """``ib-gdr-not-ready``: GPUDirect RDMA disabled on the IB HCAs a process uses."""
+    affected = []
+    for p in state.procs.values():
+        if p.net_family() != "ib" or p.gdr_connections:
+            continue
+        disabled = [hca for hca, on in p.gdr.items() if not on and not hca.startswith("Socket")]
+        if disabled and "gdr_disabled" in p.evidence:
+            affected.append((p, disabled))
+    if not affected:
+        return
+    hcas = sorted({h.split(":", 1)[1] for _, d in affected for h in d})
+    _raise(state, "ib-gdr-not-ready",
+           f"GPUDirect RDMA is disabled for HCA {', '.join(hcas[:4])} on "
+           f"{plural(len(affected), 'process')}; "
+           "inter-node traffic is staged through host memory",
+           [p for p, _ in affected], [p.evidence.get("gdr_disabled") for p, _ in affected[:3]])
+
+
+def check_init(state: LogState) -> None:
+    """``log-init-incomplete``: Init START without COMPLETE while other ranks completed."""
+    procs = list(state.procs.values())
+    if not any(p.init_complete for p in procs):
+        return
+    stuck = [p for p in procs if any(c.get("started") and c["state"] != "COMPLETE"
+                                     for c in p.comms.values())]
+    if not stuck:
+        return
+    hosts = sorted({p.host or p.node or "?" for p in stuck})
+    _raise(state, "log-init-incomplete",
+           f"{plural(len(stuck), 'process')} on {', '.join(hosts[:6])}"
+           f"{', ...' if len(hosts) > 6 else ''} "
+           "started a communicator but never printed Init COMPLETE", stuck,
+           [{"file": p.first[0], "line": p.first[1], "text": f"first NCCL line of {p.key}"}
+            for p in stuck[:3] if p.first])
+
+
+def check_fallbacks(state: LogState) -> None:
+    """Drop fallback findings when an error explains more; add the unrecognised-WARN info."""
+    errors = [a for a in state.findings.values() if a.severity == "error" and not a.sig.fallback]
+    if errors:
+        for sig_id in [k for k, a in state.findings.items() if a.sig.fallback]:
+            del state.findings[sig_id]
+    serious = [a for a in state.findings.values() if a.severity in ("error", "warning")]
+    if serious or not state.unrecognized:
+        return
+    items = sorted(state.unrecognized.items(), key=lambda kv: -kv[1][0])
+    acc = _raise(state, "log-unrecognized-warn",
+                 f"{sum(v[0] for _, v in items)} NCCL WARN lines of {len(items)} kinds match no "
+                 f"known signature; the most frequent: {items[0][0][:120]}", [],
+                 [v[1] for _, v in items[:5]])
+    acc.count = sum(v[0] for _, v in items)
+    for _, v in items:
+        for h in v[2]:
+            if len(acc.hosts) < 256:
+                acc.hosts.add(h)
+
+
+CHECKS = (check_versions, check_transports, check_interfaces, check_rdma_unused, check_gdr,
+          check_init, check_fallbacks)
+
+
+def run_checks(state: LogState) -> None:
+    """Run every whole-log check, in order (the fallback check must come last)."""
+    for check in CHECKS:
+        check(state)

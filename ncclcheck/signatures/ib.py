@@ -1,0 +1,150 @@
+"""InfiniBand / RoCE verbs failures: completion errors, QP setup, memlock, GDR (§5, §7, rows 10-15)."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from ncclcheck.signatures.base import (
+    NCCL_ENV,
+    NCCL_TROUBLESHOOTING,
+    Detail,
+    Signature,
+    compile_all,
+)
+
+_STATUS = {
+    12: ("IBV_WC_RETRY_EXC_ERR", "error",
+         "The transport retry counter was exhausted: the peer stopped answering. Either the peer "
+         "process died or hung (check its log first), the link flapped, or, on RoCE, packets are "
+         "dropped (PFC/ECN misconfiguration, wrong GID index or traffic class, no route); on very "
+         "large fabrics NCCL_IB_TIMEOUT can be too short.",
+         "Look for the first failure on the peer named in the message; check `ibstat`, "
+         "`rdma statistic` (local_ack_timeout_err) and switch counters; on large fabrics raise "
+         "NCCL_IB_TIMEOUT (e.g. 22) and keep NCCL_IB_RETRY_CNT=7."),
+    5: ("IBV_WC_WR_FLUSH_ERR", "warning",
+        "A work request was flushed because its queue pair was already in error: a consequence of "
+        "an earlier failure, not the root cause.",
+        "Find the first error in the log (often a status 12 or 4 completion, or a dead peer)."),
+    4: ("IBV_WC_LOC_PROT_ERR", "error",
+        "Local protection error: the NIC was refused access to the buffer, typically GPUDirect RDMA "
+        "broken by PCIe ACS on bare metal or missing ATS in a VM.",
+        "Disable ACS on the PCIe bridges (bare metal) or enable ATS (VMs); confirm by running with "
+        "NCCL_NET_GDR_LEVEL=LOC (GDR off)."),
+}
+
+
+def _completion_detail(m: re.Match[str]) -> Detail:
+    status = int(m.group("status"))
+    peer = m.group("peer")
+    name, severity, cause, fix = _STATUS.get(status, (f"status {status}", "error", "", ""))
+    where = f" from peer {peer}" if peer else ""
+    return Detail(message=f"IB completion error {status} ({name}){where}",
+                  variant=f"status {status}", cause=cause, fix=fix, severity=severity)
+
+
+IB_COMPLETION_ERROR = Signature(
+    id="log-ib-completion-error",
+    title="InfiniBand/RoCE work completion with an error",
+    severity="error",
+    cause="A verbs work request completed with an error status; the status says why.",
+    fix="Check the peer process and the fabric (ibstat, rdma statistic, switch counters).",
+    docs=f"{NCCL_ENV}#nccl-ib-timeout; src/transport/net_ib/common.h (printIbWcStatusHint); "
+         "https://github.com/NVIDIA/nccl/issues/1664; https://github.com/NVIDIA/nccl/issues/902",
+    patterns=compile_all(
+        r"Got completion (?:from peer (?P<peer>\S+?) )?with (?:error |status=)"
+        r"(?:IBV_WC_\w+\()?(?P<status>\d{1,6})"),
+    keywords=("Got completion",),
+    explain=_completion_detail)
+
+ROCE_GID_INDEX = Signature(
+    id="ib-roce-gid-index",
+    title="ibv_modify_qp rejected the address (wrong RoCE GID index)",
+    severity="error",
+    cause="Moving the queue pair to RTR failed with EINVAL, which on RoCE almost always means the "
+          "GID index points at an entry the fabric cannot route (before NCCL 2.21 the default was 0, "
+          "a RoCE v1 link-local GID; a hard-coded NCCL_IB_GID_INDEX may be wrong on some nodes).",
+    fix="On NCCL >= 2.21 unset NCCL_IB_GID_INDEX (auto-selection picks the RoCE v2 IPv4 GID); on "
+        "older NCCL set NCCL_IB_GID_INDEX to the RoCE v2 IPv4 index `show_gids` reports, the same "
+        "on every node.",
+    docs=f"{NCCL_TROUBLESHOOTING} (networking: RoCE GID index); {NCCL_ENV}#nccl-ib-gid-index; "
+         "src/transport/net_ib/connect.cc (ncclIbGetGidIndex)",
+    patterns=compile_all(r"Call to ibv_modify_qp failed with (?:error )?(?:\d+ )?Invalid argument"),
+    keywords=("ibv_modify_qp",),
+    explain=lambda m: Detail(message="ibv_modify_qp failed with EINVAL while connecting a queue "
+                                     "pair (RoCE GID index)"))
+
+MEMLOCK = Signature(
+    id="limits-memlock-limited",
+    title="registering or creating RDMA resources failed (locked-memory limit)",
+    severity="error",
+    cause="RDMA needs pinned memory: ibv_reg_mr, ibv_create_cq and ibv_create_qp fail with ENOMEM "
+          "when the locked-memory limit (ulimit -l) of the process is small, which is the default "
+          "for services, containers and many batch launchers.",
+    fix="Set memlock to unlimited (`* soft/hard memlock unlimited` in /etc/security/limits.conf, "
+        "LimitMEMLOCK=infinity for slurmd/systemd units, docker --ulimit memlock=-1 and "
+        "--cap-add=IPC_LOCK) and check `ulimit -l` inside the launcher (mpirun ... sh -c 'ulimit -l').",
+    docs=f"{NCCL_TROUBLESHOOTING} (InfiniBand: memlock); "
+         "https://github.com/NVIDIA/nccl-tests/issues/206; https://github.com/NVIDIA/nccl/issues/380",
+    patterns=compile_all(
+        r"Call to (?P<call>ibv_reg_mr(?:_iova2)?|ibv_create_cq|ibv_create_qp) failed"
+        r"(?: with (?:error )?(?P<err>.*))?$",
+        r"ibv_create_cq\(\) failed: Cannot allocate memory|set max locked memory"),
+    keywords=("ibv_reg_mr", "ibv_create_cq", "ibv_create_qp", "max locked memory"),
+    explain=lambda m: _memlock_detail(m))
+
+
+def _memlock_detail(m: re.Match[str]) -> Optional[Detail]:
+    groups = m.groupdict()
+    err = (groups.get("err") or "").strip()
+    if err and "Cannot allocate memory" not in err and "12" not in err:
+        return None                      # another errno: reported by VERBS_FAILED
+    call = groups.get("call") or "ibv_create_cq"
+    return Detail(message=f"{call} failed{' with ' + err if err else ''}", variant=call)
+
+
+def _verbs_detail(m: re.Match[str]) -> Optional[Detail]:
+    call, err = m.group("call"), (m.group("err") or "").strip()
+    if call == "ibv_modify_qp" and "Invalid argument" in err:
+        return None                                      # ROCE_GID_INDEX
+    if call in ("ibv_reg_mr", "ibv_reg_mr_iova2", "ibv_create_cq", "ibv_create_qp") and (
+            not err or "Cannot allocate memory" in err):
+        return None                                      # MEMLOCK
+    if call == "ibv_open_device":
+        return None                                      # rdma.DEVICE_OPEN_FAILED
+    cause = ""
+    if call == "ibv_modify_qp" and ("unreachable" in err or "No such device" in err):
+        cause = ("The queue pair could not be connected to the peer's address: on RoCE the chosen "
+                 "GID has no route to the peer (address on another subnet, wrong GID index, "
+                 "interface down) or the netdev behind the GID is not in this network namespace.")
+    return Detail(message=f"{call} failed{' with ' + err if err else ''}", variant=call, cause=cause)
+
+
+VERBS_FAILED = Signature(
+    id="log-ib-verbs-failed",
+    title="an InfiniBand verbs call failed",
+    severity="error",
+    cause="A verbs call NCCL needs to set up or use an RDMA connection failed; the error text names "
+          "the reason.",
+    fix="Run ib_write_bw between the same two nodes with the same device, GID index and traffic "
+        "class (perftest) to reproduce outside NCCL; check `ibv_devinfo` and `show_gids`.",
+    docs=f"{NCCL_TROUBLESHOOTING} (networking); src/misc/ibvwrap.cc",
+    patterns=compile_all(r"Call to (?P<call>ibv_\w+) failed(?: with (?:error )?(?P<err>.*))?$"),
+    keywords=("Call to ibv_",),
+    explain=_verbs_detail)
+
+GDR_NOT_READY = Signature(
+    id="ib-gdr-not-ready",
+    title="GPUDirect RDMA is disabled for the HCAs NCCL uses",
+    severity="warning",
+    cause="NCCL's IB transport offers GPUDirect RDMA only when nvidia-peermem (or the legacy "
+          "nv_peer_mem) is loaded or DMA-BUF registration works; otherwise every transfer between "
+          "nodes is staged through host memory (lower bandwidth, more CPU).",
+    fix="Load the peer-memory module on every node (`modprobe nvidia-peermem`, check "
+        "/sys/module/nvidia_peermem) or use a kernel and the open GPU kernel module with DMA-BUF "
+        "support; then look for `via NET/IB/<n>/GDRDMA` in the channel lines.",
+    docs=f"{NCCL_TROUBLESHOOTING} (GPU Direct); src/transport/net_ib/gdr.cc; "
+         "https://github.com/NVIDIA/nccl/issues/1537")
+
+SIGNATURES = (IB_COMPLETION_ERROR, ROCE_GID_INDEX, MEMLOCK, VERBS_FAILED)
+DERIVED = (GDR_NOT_READY,)

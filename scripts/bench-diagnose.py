@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Throughput and memory of ``ncclcheck diagnose`` on large synthetic logs, against ``grep -c NCCL``.
+
+Generates a realistic NCCL_DEBUG=INFO training log (torchrun ``[rankN]:`` prefixes, 16 nodes x 8
+ranks of init lines, channel/tree lines, training progress lines without NCCL, a few WARN lines
+and tracebacks) of each requested size in a temporary directory, then times, in the same run:
+
+* ``grep -c NCCL FILE``: the reference, a single C pass over the same bytes;
+* ``python -m ncclcheck diagnose FILE --json`` in a child process (peak RSS from
+  ``resource.getrusage(RUSAGE_CHILDREN)``).
+
+It prints MB/s for both (MB = 1e6 bytes) and the ratio, plus peak RSS per size: the RSS staying
+flat while the size grows is what "bounded memory" means for multi-GB logs. Usage::
+
+    python scripts/bench-diagnose.py                 # 50 MB and 200 MB
+    python scripts/bench-diagnose.py --sizes 2000    # a 2 GB log
+    python scripts/bench-diagnose.py --gzip          # also a gzip copy of the largest log
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HOSTS = [f"gpu-node-{i:02d}" for i in range(16)]
+
+
+def init_block(rnd: random.Random) -> list[str]:
+    """The INFO lines every rank prints while its communicator is created (NCCL 2.21 format)."""
+    out = []
+    for n, host in enumerate(HOSTS):
+        for dev in range(8):
+            rank, pid = n * 8 + dev, 1000 + dev
+            h = f"[rank{rank}]:{host}:{pid}:{pid + 60} [{dev}] NCCL INFO"
+            comm = f"0x{rnd.getrandbits(48):x}"
+            out += [f"{h} cudaDriverVersion 12040",
+                    f"{h} Bootstrap : Using eth0:10.1.{n}.{dev + 10}<0>",
+                    f"{h} NET/IB : Using [0]mlx5_{dev}:1/IB [RO]; OOB eth0:10.1.{n}.{dev + 10}<0>",
+                    f"{h} Using network IB",
+                    f"{h} NCCL_SOCKET_IFNAME set by environment to eth0",
+                    f"{h} ncclCommInitRank comm {comm} rank {rank} nranks 128 "
+                    f"cudaDev {dev} nvmlDev {dev} busId {dev + 1}8000 commId 0x1 - Init START",
+                    f"{h} Trees [0] {rank + 1}/-1/-1->{rank}->{rank - 1} [1] {rank + 1}/-1/-1->{rank}->-1"]
+            out += [f"{h} Channel {c:02d}/0 : {rank}[{dev}] -> {(rank + 1) % 128}[{(dev + 1) % 8}] "
+                    f"{'[send] via NET/IB/' + str(dev) + '/GDRDMA' if dev == 7 else 'via P2P/IPC/read'}"
+                    for c in range(16)]
+            out.append(f"{h} ncclCommInitRank comm {comm} rank {rank} nranks 128 cudaDev {dev} "
+                       f"nvmlDev {dev} busId {dev + 1}8000 commId 0x1 - Init COMPLETE")
+    return out
+
+
+def make_log(path: Path, size: int, seed: int = 1) -> None:
+    """Write about ``size`` bytes of log to ``path``, streaming (constant memory)."""
+    rnd = random.Random(seed)
+    init = "\n".join(init_block(rnd)) + "\n"
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        step = 0
+        while written < size:
+            if step % 20000 == 0:                      # a new communicator every so often
+                f.write(init)
+                written += len(init)
+            step += 1
+            rank = rnd.randrange(128)
+            r = rnd.random()
+            if r < 0.55:
+                line = (f"[rank{rank}]:{HOSTS[rank // 8]}:{1000 + rank % 8}:{1061 + rank % 8} "
+                        f"[{rank % 8}] NCCL INFO Channel {rnd.randrange(32):02d}/0 : {rank}[{rank % 8}]"
+                        f" -> {(rank + 8) % 128}[{rank % 8}] [send] via NET/IB/{rank % 8}/GDRDMA")
+            elif r < 0.95:
+                line = (f"[rank{rank}]:step {step} loss {rnd.random():.4f} lr 3.0e-4 "
+                        f"tokens/s {rnd.randrange(10 ** 5, 10 ** 6)} grad_norm {rnd.random():.3f}")
+            elif r < 0.999:
+                line = f"[rank{rank}]:  {rnd.randrange(100)}%|####      | {step}/1000000 [00:01<00:10]"
+            else:
+                line = (f"[rank{rank}]:{HOSTS[rank // 8]}:1000:1001 [0] transport/net_ib.cc:93 NCCL "
+                        f"WARN NET/IB : Got async event : client reregistration")
+            f.write(line + "\n")
+            written += len(line) + 1
+
+
+def timed(argv: list[str]) -> tuple[float, bytes]:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{argv[0]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
+    return elapsed, proc.stdout
+
+
+def bench_one(path: Path, label: str) -> dict:
+    size = path.stat().st_size
+    grep = shutil.which("grep")
+    if grep is None:
+        raise SystemExit("grep not found")
+    if path.suffix == ".gz":
+        ref_cmd = ["sh", "-c", f"zcat -- '{path}' | {grep} -c NCCL"]   # path is ours (tempdir)
+    else:
+        ref_cmd = [grep, "-c", "NCCL", str(path)]
+    t_grep, out = timed(ref_cmd)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t_diag, doc_text = timed([sys.executable, "-m", "ncclcheck", "diagnose", str(path), "--json"])
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss = after.ru_maxrss
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    doc = json.loads(doc_text)
+    lines = sum(i["lines"] for i in doc["inputs"])
+    return {"label": label, "bytes": size, "lines": lines, "grep_s": t_grep, "diag_s": t_diag,
+            "grep_mb_s": size / 1e6 / t_grep, "diag_mb_s": size / 1e6 / t_diag,
+            "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
+            "rss_mib": max(rss, before.ru_maxrss) / 1024, "findings": [f["id"] for f in doc["findings"]],
+            "grep_count": int(out.strip() or 0)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="50,200", help="log sizes in MB, comma-separated")
+    ap.add_argument("--gzip", action="store_true", help="also time a gzip copy of the largest log")
+    ap.add_argument("--keep", action="store_true", help="keep the generated logs")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-diagnose-"))
+    results = []
+    try:
+        for mb in sizes:
+            path = tmp / f"synthetic-{mb}MB.log"
+            t0 = time.perf_counter()
+            make_log(path, mb * 1_000_000)
+            print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in "
+                  f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
+            results.append(bench_one(path, f"{mb} MB plain"))
+        if args.gzip:
+            src = tmp / f"synthetic-{sizes[-1]}MB.log"
+            gz = tmp / f"synthetic-{sizes[-1]}MB.log.gz"
+            with open(src, "rb") as fi, gzip.open(gz, "wb", compresslevel=1) as fo:
+                shutil.copyfileobj(fi, fo, 1 << 20)
+            r = bench_one(gz, f"{sizes[-1]} MB gzip ({gz.stat().st_size / 1e6:.0f} MB on disk)")
+            r["bytes"] = src.stat().st_size                      # rate in uncompressed MB
+            r["grep_mb_s"] = r["bytes"] / 1e6 / r["grep_s"]
+            r["diag_mb_s"] = r["bytes"] / 1e6 / r["diag_s"]
+            r["cpu_mb_s"] = r["cpu_mb_s"] * r["bytes"] / gz.stat().st_size
+            results.append(r)
+    finally:
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(f"{'input':<34} {'lines':>9} {'grep -c NCCL':>14} {'diagnose':>12} {'ratio':>7} "
+          f"{'diagnose/CPU-s':>15} {'peak RSS':>9}")
+    for r in results:
+        print(f"{r['label']:<34} {r['lines']:>9} {r['grep_mb_s']:>9.0f} MB/s {r['diag_mb_s']:>7.1f} MB/s "
+              f"{r['grep_mb_s'] / r['diag_mb_s']:>6.1f}x {r['cpu_mb_s']:>10.1f} MB/s "
+              f"{r['rss_mib']:>5.0f} MiB")
+    print(f"(MB = 1e6 bytes of log text; wall-clock rates, ratio = grep / diagnose; diagnose/CPU-s "
+          f"= MB per CPU second of the diagnose process, insensitive to other load; findings on the "
+          f"synthetic log: {sorted(set(results[-1]['findings']))})")
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    main()

@@ -1,0 +1,109 @@
+"""The corpus: real NCCL logs from public threads, each with its source URL and expected diagnosis.
+
+Every ``tests/fixtures/logs/<name>.log`` has a ``<name>.expected.json`` beside it; the exact set of
+finding ids must match (no extras on healthy logs), and so must the optional expectations.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.diagnose import diagnose_files
+from ncclcheck.logparse.prefix import parse_prefix
+from ncclcheck.signatures import BY_ID
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+CASES = sorted(p.stem for p in LOGS.glob("*.log"))
+
+#: one id per row of nccl-knowledge §9 that issue 5 lists; the corpus must show each at least once.
+REQUIRED_IDS = {
+    "limits-shm-too-small", "log-no-socket-interface", "net-socket-ifname",
+    "log-net-plugin-failed", "log-ib-completion-error", "ib-roce-gid-index",
+    "limits-memlock-limited", "log-connection-refused", "log-duplicate-gpu",
+    "cluster-nccl-version-mismatch", "log-transport-mismatch", "log-nvls-failure",
+    "log-cuda-error", "log-watchdog-timeout", "nccl-ibverbs-unloadable",
+    "log-silent-socket-fallback",
+}
+
+
+def expected(name: str) -> dict:
+    return json.loads((LOGS / f"{name}.expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def docs() -> dict[str, dict]:
+    return {name: diagnose_files([str(LOGS / f"{name}.log")]) for name in CASES}
+
+
+def test_corpus_is_there():
+    assert len(CASES) >= 25
+    for name in CASES:
+        exp = expected(name)
+        assert exp["source"].startswith("https://"), name
+        assert isinstance(exp["expect_ids"], list) and isinstance(exp["healthy"], bool), name
+        assert set(exp["expect_ids"]) <= set(BY_ID), (name, set(exp["expect_ids"]) - set(BY_ID))
+    assert not {p.stem for p in LOGS.glob("*.expected.json")} - {f"{c}.expected" for c in CASES}
+
+
+def test_corpus_covers_every_failure_family_and_healthy_logs():
+    seen = set().union(*(expected(n)["expect_ids"] for n in CASES))
+    assert REQUIRED_IDS <= seen, REQUIRED_IDS - seen
+    assert sum(expected(n)["healthy"] for n in CASES) >= 3
+
+
+def test_corpus_covers_launcher_prefixes():
+    kinds = set()
+    for name in CASES:
+        for line in (LOGS / f"{name}.log").read_text(errors="replace").splitlines():
+            prefix, _ = parse_prefix(line)
+            if prefix.rank is not None:
+                kinds.add("rank")
+            if prefix.tag is not None:
+                kinds.add("tag")
+            if prefix.host is not None:
+                kinds.add("host")
+            if prefix.stamped:
+                kinds.add("timestamp")
+            if line.startswith("[1,"):
+                kinds.add("mpi")
+    assert kinds >= {"rank", "tag", "host", "timestamp", "mpi"}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_diagnosis_matches_expectation(name, docs):
+    doc, exp = docs[name], expected(name)
+    ids = sorted(f["id"] for f in doc["findings"])
+    assert ids == sorted(exp["expect_ids"])
+    assert doc["healthy"] is exp["healthy"]
+    severities = {f["id"]: f["severity"] for f in doc["findings"]}
+    for fid, sev in exp.get("expect_severity", {}).items():
+        assert severities[fid] == sev, fid
+    if "expect_versions" in exp:
+        assert doc["summary"]["nccl_versions"] == exp["expect_versions"]
+    if "expect_networks" in exp:
+        assert doc["summary"]["networks"] == exp["expect_networks"]
+    if "expect_hosts" in exp:
+        assert doc["summary"]["hosts"] == exp["expect_hosts"]
+    if "expect_ranks" in exp:
+        assert sorted({r for f in doc["findings"] for r in f["ranks"]}) == exp["expect_ranks"]
+    if "expect_ranks_listed" in exp:
+        assert sorted(r["rank"] for r in doc["ranks"] if r["rank"] is not None) == \
+            exp["expect_ranks_listed"]
+    assert "parser" not in doc
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_findings_cite_and_point_at_real_lines(name, docs):
+    lines = (LOGS / f"{name}.log").read_text(errors="replace").splitlines()
+    for f in docs[name]["findings"]:
+        assert f["cause"] and f["fix"] and f["docs"] and f["message"]
+        assert "http" in f["docs"] or "src/" in f["docs"]
+        assert f["severity"] in ("info", "warning", "error")
+        assert f["count"] >= 1
+        assert 1 <= len(f["evidence"]) <= 5, f["id"]
+        for ev in f["evidence"]:
+            assert ev["file"].endswith(f"{name}.log")
+            assert ev["text"].rstrip("…") in lines[ev["line"] - 1], (f["id"], ev)

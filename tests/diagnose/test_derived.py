@@ -1,0 +1,214 @@
+"""Whole-log checks (ncclcheck/signatures/derived.py): each needs positive evidence to speak.
+
+The lines are built in the exact formats of the corpus logs, varied to reach each branch.
+"""
+
+from __future__ import annotations
+
+from ncclcheck.diagnose import build_document
+from ncclcheck.logparse.state import LogState
+from ncclcheck.signatures.derived import run_checks
+
+
+def diagnose_lines(*lines: str) -> dict:
+    state = LogState()
+    for n, line in enumerate(lines, 1):
+        state.feed(line, "t.log", n)
+    run_checks(state)
+    doc = build_document(state, [])
+    assert "parser" not in doc
+    return doc
+
+
+def ids(doc: dict) -> set[str]:
+    return {f["id"] for f in doc["findings"]}
+
+
+def by_id(doc: dict, fid: str) -> dict:
+    return next(f for f in doc["findings"] if f["id"] == fid)
+
+
+def test_docker0_with_the_same_address_on_two_nodes_is_an_error():
+    doc = diagnose_lines("node1:10:10 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>",
+                         "node2:20:20 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>")
+    f = by_id(doc, "net-socket-ifname")
+    assert f["severity"] == "error" and f["hosts"] == ["node1", "node2"]
+
+
+def test_same_bootstrap_address_on_two_hosts_even_with_a_normal_name():
+    doc = diagnose_lines("node1:10:10 [0] NCCL INFO Bootstrap : Using eth9:10.9.9.9<0>",
+                         "node2:20:20 [0] NCCL INFO Bootstrap : Using eth9:10.9.9.9<0>")
+    assert "same bootstrap address" in by_id(doc, "net-socket-ifname")["message"]
+
+
+def test_loopback_on_a_single_node_is_fine():
+    doc = diagnose_lines("gpt-dev:1:1 [1] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo",
+                         "gpt-dev:1:1 [1] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
+                         "gpt-dev:2:2 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>")
+    assert ids(doc) == set() and doc["healthy"]
+
+
+def test_virbr_in_the_socket_list_between_nodes_is_a_warning():
+    doc = diagnose_lines(
+        "a:1:1 [0] NCCL INFO NET/Socket : Using [0]enp7s0:10.0.0.1<0> [1]virbr0:192.168.122.1<0>",
+        "a:1:1 [0] NCCL INFO Using network Socket",
+        "b:2:2 [0] NCCL INFO NET/Socket : Using [0]enp7s0:10.0.0.2<0> [1]virbr0:192.168.122.1<0>",
+        "b:2:2 [0] NCCL INFO Using network Socket")
+    assert by_id(doc, "net-socket-ifname")["severity"] == "warning"
+
+
+def test_libibverbs_missing_with_rdma_in_sight_is_a_warning():
+    lines = ("n1:5:5 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0:1,mlx5_1:1",
+             "n1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+             "n1:5:5 [0] NCCL INFO NET/Socket : Using [0]eth0:10.25.0.1<0>",
+             "n1:5:5 [0] NCCL INFO Using network Socket")
+    doc = diagnose_lines(*lines, "n2:6:6 [0] NCCL INFO Using network Socket")
+    f = by_id(doc, "nccl-ibverbs-unloadable")
+    assert f["severity"] == "warning" and "NCCL_IB_HCA" in f["message"]
+    assert "log-silent-socket-fallback" not in ids(doc)      # one cause, reported once
+    single = by_id(diagnose_lines(*lines), "nccl-ibverbs-unloadable")
+    assert single["severity"] == "info" and "no traffic leaves this node" in single["message"]
+
+
+def test_libibverbs_missing_on_one_node_without_rdma_is_nothing():
+    doc = diagnose_lines("n1:5:5 [0] NCCL INFO Failed to open libibverbs.so[.1]",
+                         "n1:5:5 [0] NCCL INFO Using network Socket",
+                         "n1:6:6 [1] NCCL INFO Using network Socket")
+    assert ids(doc) == set()
+
+
+def test_ib_disabled_on_purpose_is_nothing():
+    doc = diagnose_lines("u:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.",
+                         "u:1:1 [0] NCCL INFO NET/Socket : Using [0]ibs85f0:192.168.1.14<0>",
+                         "u:1:1 [0] NCCL INFO NET/IB : No device found.",
+                         "u:1:1 [0] NCCL INFO Using network Socket",
+                         "v:2:2 [0] NCCL INFO Using network Socket")
+    assert ids(doc) == set()
+
+
+def test_no_device_with_ipoib_interface_is_a_silent_fallback():
+    doc = diagnose_lines("c:924:924 [5] NCCL INFO Bootstrap : Using ibp12s0:10.149.0.32<0>",
+                         "c:924:1152 [5] NCCL INFO NET/IB : No device found.",
+                         "c:924:1152 [5] NCCL INFO NET/Socket : Using [0]ibp12s0:10.149.0.32<0>",
+                         "c:924:1152 [5] NCCL INFO Using network Socket")
+    assert ids(doc) == {"log-silent-socket-fallback"}
+
+
+def test_no_device_on_a_cloud_vm_is_nothing():
+    doc = diagnose_lines("ip-1:1:1 [0] NCCL INFO NET/IB : No device found.",
+                         "ip-1:1:1 [0] NCCL INFO NET/Socket : Using [0]ens3:172.31.12.210<0>",
+                         "ip-1:1:1 [0] NCCL INFO Using network Socket",
+                         "ip-2:1:1 [0] NCCL INFO Using network Socket")
+    assert ids(doc) == set()
+
+
+def test_transport_disagreement_between_hosts():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO Using network IB", "b:2:2 [0] NCCL INFO Using network Socket",
+                         "c:3:3 [0] NCCL INFO Using network IBext_v8")
+    f = by_id(doc, "log-transport-mismatch")
+    assert "ib on a, c" in f["message"] and "socket on b" in f["message"]
+
+
+def test_ib_and_ibext_are_the_same_family():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO Using network IB", "b:2:2 [0] NCCL INFO Using network IBext")
+    assert ids(doc) == set()
+
+
+def test_version_disagreement_from_info_lines():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO NCCL version 2.20.5+cuda12.4",
+                         "b:2:2 [0] NCCL INFO NCCL version 2.19.3+cuda12.3")
+    f = by_id(doc, "cluster-nccl-version-mismatch")
+    assert "2.19.3 (b)" in f["message"] and "2.20.5 (a)" in f["message"]
+    assert {r["nccl_version"] for r in doc["ranks"]} == {"2.20.5", "2.19.3"}
+
+
+def test_torch_reported_version_is_not_a_mismatch():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3",
+                         "[rank0]:torch.distributed.DistBackendError: NCCL error in: x.cpp:1, "
+                         "invalid usage, NCCL version 2.19.3",
+                         "RuntimeError: NCCL error in: x.cpp:1, invalid usage, NCCL version 2.18.1")
+    assert "cluster-nccl-version-mismatch" not in ids(doc)
+
+
+def test_gdr_disabled_needs_ib_and_no_gdr_traffic():
+    disabled = ("h:1:1 [0] NCCL INFO Using network IB",
+                "h:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0' (no module)")
+    assert ids(diagnose_lines(*disabled)) == {"ib-gdr-not-ready"}
+    used = disabled + ("h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA",)
+    assert ids(diagnose_lines(*used)) == set()
+    by_distance = ("h:1:1 [0] NCCL INFO Using network IB",
+                   "h:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for GPU 1d000 / HCA 0 "
+                   "(distance 4 > 2)")
+    assert ids(diagnose_lines(*by_distance)) == set()
+
+
+def test_init_incomplete_only_relative_to_ranks_that_completed():
+    start = "ncclCommInitRank comm 0x{c} rank {r} nranks 2 cudaDev 0 nvmlDev 0 busId 1000 commId 0x1 - Init {s}"
+    one_done = diagnose_lines(f"a:1:1 [0] NCCL INFO {start.format(c='aa', r=0, s='START')}",
+                              f"b:2:2 [0] NCCL INFO {start.format(c='bb', r=1, s='START')}",
+                              f"a:1:1 [0] NCCL INFO {start.format(c='aa', r=0, s='COMPLETE')}")
+    f = by_id(one_done, "log-init-incomplete")
+    assert f["hosts"] == ["b"] and f["ranks"] == [1]
+    assert one_done["hosts"]["a"]["init_complete"] == "1/1"
+    none_done = diagnose_lines(f"a:1:1 [0] NCCL INFO {start.format(c='aa', r=0, s='START')}",
+                               f"b:2:2 [0] NCCL INFO {start.format(c='bb', r=1, s='START')}")
+    assert ids(none_done) == set()
+
+
+def test_unrecognized_warn_is_info_and_only_when_nothing_else():
+    alone = diagnose_lines("h:1:1 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : "
+                           "client reregistration")
+    f = by_id(alone, "log-unrecognized-warn")
+    assert f["severity"] == "info" and alone["healthy"]
+    with_error = diagnose_lines("h:1:1 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event",
+                                "h:1:1 [0] bootstrap.cc:1 NCCL WARN Bootstrap : no socket interface found")
+    assert ids(with_error) == {"log-no-socket-interface"}
+
+
+def test_fallback_call_failure_is_dropped_when_a_cause_is_known():
+    doc = diagnose_lines("RuntimeError: NCCL error in: x.cpp:1, unhandled system error, NCCL version 2.4.8",
+                         "h:1:1 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_reg_mr failed")
+    assert ids(doc) == {"limits-memlock-limited"}
+
+
+def test_healthy_multi_node_ib_log_facts():
+    doc = diagnose_lines(
+        "[rank0]:a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "[rank0]:a:1:1 [0] NCCL INFO cudaDriverVersion 12040",
+        "[rank0]:a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+        "[rank0]:a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>",
+        "[rank0]:a:1:1 [0] NCCL INFO Using network IB",
+        "[rank0]:a:1:1 [0] NCCL INFO NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'",
+        "[rank0]:a:1:1 [0] NCCL INFO Channel 00/02 :    0   1",
+        "[rank0]:a:1:1 [0] NCCL INFO Channel 01/02 :    0   1",
+        "[rank0]:a:1:1 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] -1/-1/-1->0->1",
+        "[rank0]:a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+        "[rank0]:a:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+        "[rank0]:a:1:1 [0] NCCL INFO comm 0xaa rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE",
+        "[rank1]:b:2:2 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "[rank1]:b:2:2 [0] NCCL INFO Using network IB",
+        "[rank1]:b:2:2 [0] NCCL INFO comm 0xbb rank 1 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE")
+    assert doc["healthy"] and ids(doc) == set()
+    r0 = doc["ranks"][0]
+    assert (r0["rank"], r0["nccl_version"], r0["cuda_version"], r0["cuda_driver"]) == (0, "2.21.5", "12.4", 12040)
+    assert r0["bootstrap"] == [{"interface": "eth0", "address": "10.0.0.1"}]
+    assert r0["ib_devices"][1] == {"name": "mlx5_1", "port": 1, "link_layer": "RoCE"}
+    assert (r0["gdr"], r0["channels"], r0["trees"], r0["init_complete"]) == ("used", 2, 2, True)
+    assert r0["env"] == {"NCCL_SOCKET_IFNAME": "eth0"} and r0["oob"]["interface"] == "eth0"
+    assert doc["summary"]["init"] == {"started": 2, "complete": 2}
+    assert "healthy" in doc["summary"]["verdict"]
+
+
+def test_rdma_on_another_host_does_not_count():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+                         "a:1:1 [0] NCCL INFO Using network IB",
+                         "b:2:2 [0] NCCL INFO NET/IB : No device found.",
+                         "b:2:2 [0] NCCL INFO Using network Socket")
+    assert ids(doc) == {"log-transport-mismatch"}
+
+
+def test_host_less_rdma_hint_counts_on_a_single_host_log():
+    doc = diagnose_lines("[1,0]<stderr>:libibverbs: Warning: couldn't stat '/sys/class/infiniband/mlx5_7'.",
+                         "[1,0]<stdout>:w:5:5 [0] NCCL INFO NET/IB : No device found.",
+                         "[1,0]<stdout>:w:5:5 [0] NCCL INFO Using network Socket")
+    assert ids(doc) == {"log-silent-socket-fallback"}

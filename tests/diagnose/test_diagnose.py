@@ -1,0 +1,86 @@
+"""The diagnosis document (ncclcheck/diagnose.py): schema, inputs, bounds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ncclcheck import logparse
+from ncclcheck.diagnose import build_document, diagnose_files
+from ncclcheck.logparse import state as state_mod
+from ncclcheck.logparse.state import LogState
+from ncclcheck.schema import check
+from ncclcheck.signatures.derived import run_checks
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+
+
+def test_document_envelope_and_inputs():
+    path = LOGS / "duplicate-gpu-mpi.log"
+    doc = diagnose_files([str(path)])
+    check(doc, expect=("ncclcheck/diagnosis",))
+    assert doc["inputs"] == [{"name": str(path), "gzip": False, "bytes": path.stat().st_size,
+                              "lines": len(path.read_bytes().splitlines()), "truncated_lines": 0}]
+    assert set(doc) >= {"inputs", "healthy", "summary", "hosts", "ranks", "findings"}
+    assert sorted(r["rank"] for r in doc["ranks"]) == [0, 2, 3, 4]   # from the MPI tags
+
+
+def test_empty_input_is_not_called_healthy(tmp_path):
+    path = tmp_path / "empty.log"
+    path.write_text("epoch 1 loss 0.3\n")
+    doc = diagnose_files([str(path)])
+    assert doc["healthy"] is False and "no NCCL output" in doc["summary"]["verdict"]
+
+
+def test_memory_stays_bounded_with_many_processes_and_repeats(monkeypatch):
+    monkeypatch.setattr(state_mod, "MAX_PROCS", 100)
+    state = LogState()
+    for i in range(1000):
+        state.feed(f"node{i % 50}:{i}:{i} [0] NCCL INFO Using network IB", "big.log", i + 1)
+    for i in range(5000):
+        state.feed(f"node1:1:1 [0] misc/shmutils.cc:71 NCCL WARN Error: failed to extend "
+                   f"/dev/shm/nccl-{i} to 9637892 bytes", "big.log", 2000 + i)
+        state.feed(f"node1:1:1 [0] x.cc:1 NCCL WARN something new number {i} at 0x{i:x}", "big.log", i)
+    run_checks(state)
+    doc = build_document(state, [])
+    assert len(state.procs) == 100 and state.procs_dropped == 900
+    assert doc["summary"]["processes"] == 1000 and doc["ranks_omitted"] == 900
+    shm = next(f for f in doc["findings"] if f["id"] == "limits-shm-too-small")
+    assert shm["count"] == 5000 and len(shm["evidence"]) == 5
+    assert len(state.unrecognized) == 1            # numbers and addresses are normalised away
+
+
+def test_package_docstring_lists_its_modules():
+    assert "prefix" in logparse.__doc__ and "facts" in logparse.__doc__
+
+
+def test_fast_path_and_filter_agree_with_reading_every_line():
+    """diagnose_files (byte filter + header cache) equals feeding every decoded line."""
+    for path in sorted(LOGS.glob("*.log")):
+        fast = diagnose_files([str(path)])
+        state = LogState()
+        for n, line in enumerate(path.read_bytes().split(b"\n"), 1):
+            state.feed(line.decode("utf-8", "replace"), str(path), n)
+        run_checks(state)
+        slow = build_document(state, [])
+        assert fast["findings"] == slow["findings"], path.name
+        assert fast["ranks"] == slow["ranks"] and fast["hosts"] == slow["hosts"], path.name
+
+
+def test_info_signatures_say_where_they_look():
+    from ncclcheck.signatures import INFO_SIGNATURES, INFO_STARTS
+    assert INFO_SIGNATURES and all(sig.info_starts for sig in INFO_SIGNATURES)
+    assert len(INFO_STARTS) >= len(INFO_SIGNATURES)
+
+
+def test_bulk_fast_path_skips_nothing_that_matters():
+    from ncclcheck.logparse.state import _BULK_CHARS, _MARKER_STARTS
+    from ncclcheck.signatures import INFO_STARTS
+    assert not [s for s in INFO_STARTS + _MARKER_STARTS if s[:1] in _BULK_CHARS]
+
+
+def test_carriage_returns_split_progress_bars_from_nccl_lines(tmp_path):
+    path = tmp_path / "tqdm.log"
+    path.write_bytes(b"  1%|#   | 1/100\r  2%|#   | 2/100\rh:1:1 [0] NCCL INFO Using network IB\r\n"
+                     b"h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\r\n")
+    doc = diagnose_files([str(path)])
+    assert doc["ranks"][0]["network"] == "IB" and doc["ranks"][0]["nccl_version"] == "2.21.5"
