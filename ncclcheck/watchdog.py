@@ -235,6 +235,11 @@ class Supervisor:
             self.wake.wait(remaining)
             self.wake.clear()
         self._stop_tree()
+        # The child may have exited on its own just as stdin closed: give the reaper thread a
+        # moment to record its status, so a clean exit is not reported as killed.
+        settle = time.monotonic() + max(self.grace, 1.0)
+        while self.child_status is None and time.monotonic() < settle:
+            time.sleep(0.02)
         if self.reason == "deadline":
             self._say(f"deadline of {self.deadline:g} s passed; stopped {self.argv[0]}")
             return DEADLINE_EXIT
