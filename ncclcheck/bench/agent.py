@@ -1,0 +1,254 @@
+"""The per-node agent: spawns this node's ranks and reports for them (no torch here).
+
+The launcher starts one agent per node, over ssh under :mod:`ncclcheck.watchdog` (or locally,
+under the same watchdog), as::
+
+    python -m ncclcheck.bench.agent --hello     # facts the launcher needs first, then exit
+    python -m ncclcheck.bench.agent             # the run: the spec (JSON) arrives on stdin
+
+``--hello`` prints one JSON line: host name, visible GPUs (NVML, honouring
+``CUDA_VISIBLE_DEVICES``), whether torch is importable, the address ssh reached this node on
+(``SSH_CONNECTION``) and a free TCP port for the rendezvous store.
+
+A run starts ``python -m ncclcheck.bench.worker`` once per local rank with the rank's variables,
+the candidate configuration, and ``NCCL_DEBUG=INFO`` into ``<log dir>/nccl.%h.%p``. It forwards
+the ranks' JSON events to its stdout, one per line, adding ``node``; it ends with ``done`` when
+every rank exited 0. When a rank fails it reports ``rank_exit`` (exit code, the tail of the
+rank's stderr, the NCCL WARN lines of its log), stops the other ranks and exits 1. SIGTERM,
+SIGHUP and SIGINT stop the ranks too, and each rank also dies with the agent
+(``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.util
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any
+
+from ncclcheck.bench import transport
+from ncclcheck.bench.environ import nccl_debug_env
+
+STOP_GRACE_S = 2.0
+
+
+def visible_gpus() -> int:
+    """GPUs this node's ranks can use: NVML's count, cut to ``CUDA_VISIBLE_DEVICES``."""
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no driver, no library: no GPU
+        return 0
+    if cvd is not None:
+        listed = [d for d in cvd.split(",") if d.strip() and d.strip() != "-1"]
+        return min(count, len(listed))
+    return count
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on right now (the kernel's choice)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
+
+
+def hello() -> dict[str, Any]:
+    """What the launcher needs to know about this node before it plans the run."""
+    ssh = os.environ.get("SSH_CONNECTION", "").split()
+    return {"ev": "hello", "hostname": socket.gethostname(), "gpus": visible_gpus(),
+            "torch": importlib.util.find_spec("torch") is not None,
+            "python": sys.executable, "ssh_server_addr": ssh[2] if len(ssh) >= 4 else None,
+            "free_port": free_port(), "pid": os.getpid()}
+
+
+class Agent:
+    """Runs one node's ranks from a spec and reports their events."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.node = int(spec["node_rank"])
+        self.procs: list[subprocess.Popen] = []
+        self.events: queue.Queue = queue.Queue()
+        self.out_lock = threading.Lock()
+        self.stopping = False
+        self.made_log_dir = not spec.get("nccl_log_dir")
+        self.log_dir = spec.get("nccl_log_dir") or tempfile.mkdtemp(prefix="ncclcheck-bench-")
+        os.makedirs(self.log_dir, exist_ok=True)
+        self.errored: set[int] = set()
+
+    def say(self, event: dict[str, Any]) -> None:
+        """Write one event line to stdout (the launcher)."""
+        event.setdefault("node", self.node)
+        with self.out_lock:
+            sys.stdout.write(json.dumps(event, default=str) + "\n")
+            sys.stdout.flush()
+
+    def rank_environment(self, local_rank: int) -> dict[str, str]:
+        """The environment of local rank ``local_rank``."""
+        spec = self.spec
+        env = dict(os.environ)
+        env.update({k: str(v) for k, v in spec.get("env", {}).items()})
+        env.update(nccl_debug_env(env, self.log_dir))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        env.update({
+            "RANK": str(spec["rank_offset"] + local_rank), "WORLD_SIZE": str(spec["world_size"]),
+            "LOCAL_RANK": str(local_rank), "LOCAL_WORLD_SIZE": str(spec["local_ranks"]),
+            "GROUP_RANK": str(self.node), "NODE_RANK": str(self.node),
+            "MASTER_ADDR": str(spec["master_addr"]), "MASTER_PORT": str(spec["master_port"]),
+            "NCCLCHECK_BENCH_SPEC": json.dumps(spec["worker"]), "NCCLCHECK_BENCH_AGENT": "1",
+        })
+        return env
+
+    def _read(self, index: int, pipe: Any) -> None:
+        for raw in iter(pipe.readline, b""):
+            self.events.put((index, raw.decode("utf-8", "replace").rstrip("\n")))
+        self.events.put((index, None))
+
+    def start(self) -> None:
+        """Spawn every local rank."""
+        for local_rank in range(int(self.spec["local_ranks"])):
+            rank = self.spec["rank_offset"] + local_rank
+            with open(os.path.join(self.log_dir, f"rank.{rank}.stderr"), "wb") as stderr:
+                proc = subprocess.Popen([sys.executable, "-m", "ncclcheck.bench.worker"],
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=stderr, env=self.rank_environment(local_rank))
+            self.procs.append(proc)
+        for index, proc in enumerate(self.procs):
+            threading.Thread(target=self._read, args=(index, proc.stdout), daemon=True).start()
+
+    def failure_report(self, index: int, code: int) -> dict[str, Any]:
+        """Why local rank ``index`` ended: its stderr's last lines and its NCCL WARN lines."""
+        proc = self.procs[index]
+        rank = self.spec["rank_offset"] + index
+        tail: list[str] = []
+        try:
+            with open(os.path.join(self.log_dir, f"rank.{rank}.stderr"), "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 8192))
+                tail = [ln for ln in f.read().decode("utf-8", "replace").splitlines()
+                        if ln.strip()][-8:]
+        except OSError:
+            pass
+        warn: list[str] = []
+        for path in glob.glob(os.path.join(self.log_dir, f"nccl.*.{proc.pid}")):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    for entry in transport.parse_nccl_log(f.read(8 << 20)):
+                        warn.extend(entry["warnings"])
+            except OSError:
+                pass
+        return {"ev": "rank_exit", "rank": rank, "local_rank": index, "code": code,
+                "host": socket.gethostname(), "stderr_tail": tail, "nccl_warn": warn[-5:],
+                "log_dir": self.log_dir}
+
+    def stop_ranks(self) -> None:
+        """SIGTERM every live rank, SIGKILL what is left after a grace period."""
+        self.stopping = True
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        end = time.monotonic() + STOP_GRACE_S
+        for proc in self.procs:
+            try:
+                proc.wait(max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for proc in self.procs:
+            try:
+                proc.wait(2)
+            except subprocess.TimeoutExpired:
+                pass
+
+    def run(self) -> int:
+        """Spawn, forward, supervise; the agent's exit code."""
+        self.start()
+        open_pipes = len(self.procs)
+        exits: dict[int, int] = {}
+        while True:
+            try:
+                index, line = self.events.get(timeout=0.2)
+                if line is None:
+                    open_pipes -= 1
+                elif line.startswith("{"):
+                    try:
+                        event = json.loads(line)
+                    except ValueError:
+                        event = {"ev": "output", "text": line[:500]}
+                    if event.get("ev") == "error":
+                        self.errored.add(index)
+                        event.setdefault("log_dir", self.log_dir)
+                    self.say(event)
+            except queue.Empty:
+                pass
+            for index, proc in enumerate(self.procs):
+                code = proc.poll()
+                if code is None or index in exits:
+                    continue
+                exits[index] = code
+                if code != 0:
+                    self.drain_for(0.3)
+                    self.say(self.failure_report(index, code))
+                    self.stop_ranks()
+                    self.drain_for(0.2)
+                    return 1
+            if len(exits) == len(self.procs) and open_pipes <= 0:
+                break
+        self.say({"ev": "done", "host": socket.gethostname()})
+        if self.made_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+        return 0
+
+    def drain_for(self, seconds: float) -> None:
+        """Forward what the ranks still have to say for up to ``seconds``."""
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                _, line = self.events.get(timeout=max(0.01, end - time.monotonic()))
+            except queue.Empty:
+                return
+            if line and line.startswith("{"):
+                try:
+                    self.say(json.loads(line))
+                except ValueError:
+                    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ncclcheck.bench.agent [--hello]``."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--hello"]:
+        print(json.dumps(hello()), flush=True)
+        return 0
+    if args:
+        print(f"usage: python -m ncclcheck.bench.agent [--hello] (got {args})", file=sys.stderr)
+        return 2
+    spec = json.loads(sys.stdin.read() or "{}")
+    agent = Agent(spec)
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        agent.stop_ranks()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    return agent.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

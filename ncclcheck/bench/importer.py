@@ -1,0 +1,275 @@
+"""``ncclcheck bench --import FILE``: nccl-tests output into a bench document (pure).
+
+Reads the table nccl-tests prints (``src/common.cu``, ``src/util.cu``), old and new formats:
+
+* new (2.x, 2021 on): ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``;
+* old: no ``root`` and/or ``redop`` column, and ``error`` (the largest difference) instead of
+  ``#wrong``; all_gather had neither column, alltoall left ``redop`` blank;
+* lines tagged by the launcher (Open MPI ``--tag-output`` ``[1,0]<stdout>:``, ``srun --label``),
+  interleaved ``NCCL INFO`` lines (read for the transport, :mod:`~ncclcheck.bench.transport`),
+  and the footer (``# Out of bounds values``, ``# Avg bus bandwidth``).
+
+The op comes from ``--op``, the ``# Collective test starting:`` line, a ``*_perf`` command line in
+the text, or, failing those, the ratio busbw/algbw against the rank count; an ambiguous file asks
+for ``--op``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from ncclcheck.bench import transport
+from ncclcheck.bench.document import bench_document, footer_averages
+from ncclcheck.bench.formulas import OPS, Op, get_op
+from ncclcheck.errors import BadInput
+
+HEADER_RE = re.compile(r"^#\s+nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+\d+"
+                       r".*?warmup iters:\s*(?P<warmup>\d+)\s+iters:\s*(?P<iters>\d+)"
+                       r"(?:.*?validation:\s*(?P<check>\d+))?")
+VERSION_RE = re.compile(r"^#\s*nccl-tests version (?P<version>\S+)"
+                        r"(?:.*?nccl-library=(?P<lib>\d+))?")
+STARTING_RE = re.compile(r"^#\s*Collective test starting:\s*(?P<op>\S+)")
+COMMAND_OP_RE = re.compile(r"\b(?P<op>[a-z_]+)_perf(?:_mpi)?\b")
+RANK_RE = re.compile(r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+"
+                     r"(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$")
+COLUMNS_RE = re.compile(r"^#\s+size\s+count\s+type\b(?P<rest>.*)$")
+ROW_RE = re.compile(r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>[A-Za-z_][A-Za-z0-9_]*)\s+"
+                    r"(?P<rest>.*\S)\s*$")
+OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<status>\S+)")
+AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<avg>[-+0-9.eE]+)")
+ENV_SET_RE = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>\S+?)\.?$")
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_row(line: str, columns: list[str]) -> dict[str, Any] | None:
+    """One data row of an nccl-tests table, given the header's column names after ``type``.
+
+    Returns None for a line that is not a row.
+
+    >>> cols = ["redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"]
+    >>> row = parse_row("  8589934592    2147483648     float     sum      -1    47535  180.71  338.82      0    47743  179.92  337.35      0", cols)
+    >>> row["size_bytes"], row["redop"], row["root"], row["out_of_place"], row["in_place"]["wrong"]
+    (8589934592, 'sum', -1, {'time_us': 47535.0, 'algbw_gbps': 180.71, 'busbw_gbps': 338.82, 'wrong': 0}, 0)
+    >>> old = ["redop", "time", "algbw", "busbw", "error", "time", "algbw", "busbw", "error"]
+    >>> parse_row("          32             1   float            89.00    0.00    0.00    N/A    85.13    0.00    0.00    N/A", old)["redop"]
+    ''
+    """
+    match = ROW_RE.match(line)
+    if not match:
+        return None
+    fields = match.group("rest").split()
+    if len(fields) < 8:
+        return None
+    perf, middle = fields[-8:], fields[:-8]
+    labels = [c for c in columns if c in ("redop", "root")]
+    if len(middle) > len(labels):
+        return None
+    if len(middle) == len(labels):
+        named = dict(zip(labels, middle))
+    elif middle and middle[0].lstrip("-").isdigit() and "root" in labels:
+        named = {"root": middle[0]}
+    else:
+        named = dict(zip(labels, middle))
+    halves: list[dict[str, Any] | None] = []
+    for half in (perf[:4], perf[4:]):
+        if all(v.upper() == "N/A" for v in half[:3]):
+            halves.append(None)
+            continue
+        time_us, algbw, busbw = (_number(v) for v in half[:3])
+        if time_us is None or algbw is None or busbw is None:
+            return None
+        err = half[3]
+        entry: dict[str, Any] = {"time_us": time_us, "algbw_gbps": algbw, "busbw_gbps": busbw}
+        if err.upper() == "N/A":
+            entry["wrong"] = None
+        elif err.isdigit():
+            entry["wrong"] = int(err)
+        else:
+            entry["wrong"] = None
+            entry["max_error"] = _number(err)
+        halves.append(entry)
+    root = named.get("root")
+    return {"size_bytes": int(match.group("size")), "count": int(match.group("count")),
+            "type": match.group("type"), "redop": named.get("redop", ""),
+            "root": int(root) if root and root.lstrip("-").isdigit() else -1,
+            "out_of_place": halves[0], "in_place": halves[1]}
+
+
+def nccl_version_from_code(code: int) -> str:
+    """NCCL's version from ``NCCL_VERSION_CODE`` (``nccl-library=22907``).
+
+    >>> nccl_version_from_code(22907), nccl_version_from_code(2708)
+    ('2.29.7', '2.7.8')
+    """
+    if code >= 10000:
+        return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+    return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+
+def parse_nccl_tests(text: str) -> dict[str, Any]:
+    """The facts in one nccl-tests output: header, ranks, column names, rows, footer.
+
+    Recorded sample (nccl-tests 2.18.0 under ``mpirun --tag-output``, from
+    eunomia-bpf/nccl-eBPF docs/tmp/socket-thread-validation.md):
+
+    >>> out = parse_nccl_tests('''[1,0]<stdout>:# nccl-tests version 2.18.0 nccl-headers=22907 nccl-library=22907
+    ... [1,0]<stdout>:# Collective test starting: all_reduce_perf_mpi
+    ... [1,0]<stdout>:# nThread 1 nGpus 1 minBytes 1048576 maxBytes 134217728 step: 2(factor) warmup iters: 10 iters: 50 agg iters: 1 validation: 1 graph: 0
+    ... [1,0]<stdout>:#  Rank  0 Group  0 Pid 2994447 on        lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090
+    ... [1,0]<stdout>:#  Rank  1 Group  0 Pid 2994448 on        lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090
+    ... [1,0]<stdout>:#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong
+    ... [1,0]<stdout>:     1048576        262144     float     sum      -1  4366.46    0.24    0.24       0  4365.21    0.24    0.24       0
+    ... [1,0]<stdout>:# Out of bounds values : 0 OK
+    ... [1,0]<stdout>:# Avg bus bandwidth    : 1.57614''')
+    >>> out["op"], out["nccl_version"], out["warmup"], out["iters"], len(out["ranks"]), out["rows"][0]["count"]
+    ('all_reduce_perf_mpi', '2.29.7', 10, 50, 2, 262144)
+    >>> out["avg_busbw_gbps"], out["out_of_bounds"]
+    (1.57614, 0)
+    """
+    facts: dict[str, Any] = {"op": None, "op_from_command": None, "nccl_tests_version": None,
+                             "nccl_version": None, "warmup": None, "iters": None, "check": None,
+                             "ranks": [], "columns": None, "rows": [], "out_of_bounds": None,
+                             "avg_busbw_gbps": None, "env": {}, "tables": 0}
+    lines = [transport.strip_tag(raw.rstrip("\r")) for raw in text.splitlines()]
+    table_done = False
+    for line in lines:
+        stripped = line.strip()
+        if (match := VERSION_RE.match(stripped)):
+            facts["nccl_tests_version"] = match.group("version")
+            if match.group("lib"):
+                facts["nccl_version"] = nccl_version_from_code(int(match.group("lib")))
+        elif (match := STARTING_RE.match(stripped)):
+            facts["op"] = facts["op"] or match.group("op")
+        elif (match := HEADER_RE.match(stripped)):
+            facts["warmup"], facts["iters"] = int(match.group("warmup")), int(match.group("iters"))
+            if match.group("check") is not None:
+                facts["check"] = int(match.group("check"))
+        elif (match := RANK_RE.match(stripped)):
+            rank = {"rank": int(match.group("rank")), "pid": int(match.group("pid")),
+                    "host": match.group("host"), "device": int(match.group("device")),
+                    "bus_id": match.group("bus"), "gpu": match.group("gpu").strip()}
+            if rank not in facts["ranks"]:
+                facts["ranks"].append(rank)
+        elif (match := COLUMNS_RE.match(stripped)):
+            if facts["rows"]:
+                table_done = True
+            if not table_done:
+                facts["columns"] = match.group("rest").split()
+            facts["tables"] += 1
+        elif (match := OOB_RE.match(stripped)):
+            if facts["out_of_bounds"] is None:
+                facts["out_of_bounds"] = int(match.group("n"))
+        elif (match := AVG_RE.match(stripped)):
+            if facts["avg_busbw_gbps"] is None:
+                facts["avg_busbw_gbps"] = float(match.group("avg"))
+            table_done = True
+        elif facts["columns"] is not None and not table_done and not stripped.startswith("#"):
+            row = parse_row(line, facts["columns"])
+            if row is not None:
+                facts["rows"].append(row)
+        if "NCCL INFO" in stripped and (match := ENV_SET_RE.search(stripped)):
+            facts["env"][match.group("name")] = match.group("value")
+        if facts["op_from_command"] is None and not stripped.startswith("#"):
+            if (match := COMMAND_OP_RE.search(stripped)):
+                facts["op_from_command"] = match.group("op")
+    return facts
+
+
+def infer_op(rows: list[dict[str, Any]], nranks: int, elt_bytes: int | None) -> Op | None:
+    """The only op whose busbw/algbw factor and count/size relation fit the rows, or None."""
+    usable = [r for r in rows if r["out_of_place"]["algbw_gbps"] >= 0.1]
+    if not usable or nranks < 1:
+        return None
+    ratio = sum(r["out_of_place"]["busbw_gbps"] / r["out_of_place"]["algbw_gbps"]
+                for r in usable) / len(usable)
+    split = None
+    if elt_bytes:
+        sample = usable[-1]
+        split = sample["count"] * elt_bytes != sample["size_bytes"]
+    fits = [op for op in OPS.values()
+            if abs(op.bus_factor(nranks) - ratio) < 0.03 and (split is None or op.split == split)]
+    redops = {r["redop"] for r in rows}
+    if len(fits) > 1:
+        fits = [op for op in fits if (op.root >= 0) == any(r["root"] >= 0 for r in rows)]
+    if len(fits) > 1 and "sum" in redops:
+        fits = [op for op in fits if op.redop == "sum"] or fits
+    if len(fits) > 1 and redops <= {"none", ""}:
+        fits = [op for op in fits if op.redop == "none"] or fits
+    return fits[0] if len(fits) == 1 else None
+
+
+def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | None = None,
+                      ) -> dict[str, Any]:
+    """Build a bench document from nccl-tests output; :class:`BadInput` when it has no table."""
+    from ncclcheck.bench.sweep import DTYPES
+
+    facts = parse_nccl_tests(text)
+    if not facts["rows"]:
+        raise BadInput(f"{source}: no nccl-tests result table found")
+    hosts: list[str] = []
+    for rank in facts["ranks"]:
+        if rank["host"] not in hosts:
+            hosts.append(rank["host"])
+    world = len(facts["ranks"]) or None
+    type_name = facts["rows"][-1]["type"]
+    elt = DTYPES[type_name].size if type_name in DTYPES else None
+    chosen: Op | None = None
+    for name in (op, facts["op"], facts["op_from_command"]):
+        if name:
+            try:
+                chosen = get_op(name)
+                break
+            except KeyError:
+                if name is op:
+                    raise BadInput(f"--op {op}: unknown op (one of {', '.join(OPS)})") from None
+    if chosen is None and world:
+        chosen = infer_op(facts["rows"], world, elt)
+    if chosen is None:
+        raise BadInput(f"{source}: cannot tell which collective this is; pass --op "
+                       f"({', '.join(OPS)})")
+    per_host = [sum(1 for r in facts["ranks"] if r["host"] == h) for h in hosts]
+    nccl_logs = transport.parse_nccl_log(text)
+    transport_info = transport.summarize(nccl_logs) if nccl_logs else None
+    nccl_version = facts["nccl_version"] or (transport_info["nccl_versions"][0]
+                                             if transport_info and transport_info["nccl_versions"]
+                                             else None)
+    cuda = re.search(r"NCCL version \S+\+cuda(\d+\.\d+)", text)
+    rows = facts["rows"]
+    doc = bench_document(
+        source="nccl-tests import", op=chosen.name, dtype=type_name, backend="nccl",
+        world_size=world, nodes=hosts, ranks_per_node=(per_host[0] if per_host and
+                                                       len(set(per_host)) == 1 else per_host),
+        warmup=facts["warmup"], iters=facts["iters"], check=facts["check"],
+        env=facts["env"], versions={"torch": None, "cuda": cuda.group(1) if cuda else None,
+                                    "nccl": nccl_version},
+        transport=transport_info, rows=rows,
+        time_basis="nccl-tests' reported time (its -a option; default: mean over ranks)")
+    doc["imported_from"] = {"file": source, "nccl_tests_version": facts["nccl_tests_version"],
+                            "out_of_bounds": facts["out_of_bounds"],
+                            "avg_busbw_gbps_printed": facts["avg_busbw_gbps"],
+                            "ranks": facts["ranks"]}
+    if facts["avg_busbw_gbps"] is not None:
+        doc["avg_busbw_gbps"] = facts["avg_busbw_gbps"]
+    else:
+        doc["avg_busbw_gbps"] = footer_averages(rows)[0]
+    return doc
+
+
+def import_file(path: str | Path, op: str | None = None) -> dict[str, Any]:
+    """Read an nccl-tests output file (``-`` is stdin) into a bench document."""
+    import sys
+
+    try:
+        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(
+            encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return import_nccl_tests(text, str(path), op)

@@ -1,0 +1,95 @@
+"""The sweep the user asked for: sizes (``-b/-e/-f``) and data types (``--dtype``), pure.
+
+Sizes are binary as in nccl-tests (``parsesize``: ``K`` = 1024), and the loop is nccl-tests':
+``size = size * factor`` from ``minBytes`` while ``size <= maxBytes``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ncclcheck.errors import BadInput
+
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+MAX_SIZES = 64
+
+
+@dataclass(frozen=True)
+class DType:
+    """A data type: nccl-tests' name (the ``type`` column), torch's name, and its size."""
+
+    name: str
+    torch_name: str
+    size: int
+    integer: bool
+
+
+DTYPES: dict[str, DType] = {d.name: d for d in (
+    DType("int8", "int8", 1, True),
+    DType("uint8", "uint8", 1, True),
+    DType("int32", "int32", 4, True),
+    DType("int64", "int64", 8, True),
+    DType("half", "float16", 2, False),
+    DType("float", "float32", 4, False),
+    DType("double", "float64", 8, False),
+    DType("bfloat16", "bfloat16", 2, False),
+)}
+_ALIASES = {"float32": "float", "fp32": "float", "float16": "half", "fp16": "half",
+            "bf16": "bfloat16", "float64": "double", "fp64": "double", "char": "int8",
+            "int": "int32", "long": "int64"}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size such as ``8``, ``64K``, ``32M`` or ``1G`` (binary units, as nccl-tests).
+
+    >>> parse_size("8"), parse_size("64K"), parse_size("32m"), parse_size("1GiB")
+    (8, 65536, 33554432, 1073741824)
+    >>> parse_size("1.5M")
+    Traceback (most recent call last):
+    ...
+    ncclcheck.errors.BadInput: size '1.5M': expected a whole number of bytes with an optional K, M, G or T (K = 1024)
+    """
+    match = _SIZE_RE.match(str(text))
+    if not match:
+        raise BadInput(f"size {text!r}: expected a whole number of bytes with an optional "
+                       "K, M, G or T (K = 1024)")
+    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+
+
+def sizes(min_bytes: int, max_bytes: int, step_factor: int) -> list[int]:
+    """The requested sizes, nccl-tests' loop: multiply by ``step_factor`` up to ``max_bytes``.
+
+    >>> sizes(8, 64, 2)
+    [8, 16, 32, 64]
+    >>> sizes(1024, 1024, 2), sizes(1, 100, 10)
+    ([1024], [1, 10, 100])
+    """
+    if min_bytes < 0 or max_bytes < min_bytes:
+        raise BadInput(f"-b {min_bytes} -e {max_bytes}: max-bytes must be >= min-bytes >= 0")
+    if step_factor < 2 and min_bytes != max_bytes:
+        raise BadInput("-f/--step-factor must be 2 or more")
+    out: list[int] = []
+    size = min_bytes
+    while size <= max_bytes:
+        out.append(size)
+        if size == 0 or len(out) > MAX_SIZES:
+            break
+        size *= step_factor
+    if len(out) > MAX_SIZES:
+        raise BadInput(f"-b/-e/-f give more than {MAX_SIZES} sizes; raise -f or narrow the range")
+    return out
+
+
+def get_dtype(name: str) -> DType:
+    """The data type called ``name`` (nccl-tests or torch spelling).
+
+    >>> get_dtype("float").torch_name, get_dtype("bf16").name, get_dtype("float16").size
+    ('float32', 'bfloat16', 2)
+    """
+    key = name.strip().lower()
+    key = _ALIASES.get(key, key)
+    if key not in DTYPES:
+        raise BadInput(f"--dtype {name}: unknown type (one of {', '.join(DTYPES)})")
+    return DTYPES[key]

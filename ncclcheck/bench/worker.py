@@ -1,0 +1,461 @@
+"""One rank of ``ncclcheck bench``: the measurement loop. **The only module that imports torch.**
+
+It runs in three ways:
+
+* ``python -m ncclcheck.bench.worker``, started by :mod:`~ncclcheck.bench.agent` with the rank's
+  environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``) and the
+  sweep in ``NCCLCHECK_BENCH_SPEC``; it reports JSON events, one per line, on its stdout (the
+  agent forwards them to the launcher) and writes nothing else there;
+* in-process, from :func:`ncclcheck.bench.launch.run_in_launcher`, when ``ncclcheck bench`` was
+  itself started by torchrun, srun, mpirun or DeepSpeed;
+* from ``scripts/bench-bench.py``, which times a bare torch.distributed loop the same way.
+
+How one size is timed (nccl-tests ``BenchTime``, bench-method.md §1.1): ``-w`` warm-up ops,
+then a barrier, then ``-n`` ops back to back timed as one block -- CUDA events on the current
+stream with NCCL, ``time.perf_counter`` with gloo (its collectives return when done) -- and the
+block time divided by ``-n``. Out-of-place, then in-place. Every rank's time is gathered on rank
+0, which reports the slowest rank and the mean. With ``-c``, each placement then runs once more
+on known data and every rank counts the elements that differ from the expected result
+(``#wrong``, summed over ranks).
+"""
+
+from __future__ import annotations
+
+import datetime
+import glob
+import json
+import os
+import socket
+import sys
+import time
+from typing import Any, Callable
+
+import torch
+import torch.distributed as dist
+
+from ncclcheck.bench import transport
+from ncclcheck.bench.document import bench_document, make_row, placement_result
+from ncclcheck.bench.environ import rank_env
+from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
+from ncclcheck.bench.sweep import get_dtype
+
+Emit = Callable[[dict], None]
+PATTERN = 7            #: data values are (index + 3*rank) % 7: exact in every dtype
+CHECK_CHUNK = 1 << 24  #: elements compared at once
+
+
+class RankFailure(Exception):
+    """A rank could not finish; the message says why in one line."""
+
+
+# -- environment ---------------------------------------------------------------------------------
+def choose_gloo_interface(master_addr: str) -> str | None:
+    """Set ``GLOO_SOCKET_IFNAME`` for this rank: the candidate's NCCL_SOCKET_IFNAME made concrete,
+    else the interface that routes to the rendezvous address. Returns the name chosen."""
+    from ncclcheck.bench import ifname
+
+    if os.environ.get("GLOO_SOCKET_IFNAME"):
+        return os.environ["GLOO_SOCKET_IFNAME"]
+    spec = os.environ.get("NCCL_SOCKET_IFNAME", "")
+    interfaces = ifname.local_interfaces()
+    if len(spec) > 1:
+        chosen = ifname.gloo_ifname(spec, interfaces)
+        if chosen is None:
+            raise RankFailure(f"NCCL_SOCKET_IFNAME={spec} matches no interface with an IPv4 "
+                              f"address on {socket.gethostname()} "
+                              f"(have: {', '.join(n for n, _ in interfaces)})")
+    else:
+        chosen = ifname.route_interface(master_addr, interfaces)
+    if chosen:
+        os.environ["GLOO_SOCKET_IFNAME"] = chosen
+    return chosen
+
+
+def own_nccl_log() -> str | None:
+    """This process's NCCL debug file (``NCCL_DEBUG_FILE`` with ``%h``/``%p`` filled), if any."""
+    pattern = os.environ.get("NCCL_DEBUG_FILE")
+    if not pattern:
+        return None
+    guess = pattern.replace("%p", str(os.getpid())).replace("%h", "*")
+    found = sorted(glob.glob(guess))
+    return found[0] if found else None
+
+
+def own_transport() -> dict[str, Any]:
+    """What NCCL printed for this process, parsed (empty entry when it printed nothing)."""
+    path = own_nccl_log()
+    text = ""
+    if path:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read(8 << 20)
+        except OSError:
+            text = ""
+    entries = transport.parse_nccl_log(text)
+    entry = entries[0] if entries else transport._new_rank(socket.gethostname(), os.getpid())
+    entry["log_file"] = path
+    return entry
+
+
+# -- data and ops ---------------------------------------------------------------------------------
+def pattern(start: int, length: int, rank: int, device: Any) -> Any:
+    """int64 values ``(index + 3*rank) % 7`` for indices ``start .. start+length``."""
+    idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
+    return (idx + 3 * rank) % PATTERN
+
+
+def rank_sum(start: int, length: int, nranks: int, device: Any) -> Any:
+    """int64 ``sum over r < nranks of (index + 3r) % 7`` (the all_reduce result of the data)."""
+    idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
+    total = torch.zeros(length, dtype=torch.int64, device=device)
+    for t in range(min(nranks, PATTERN)):
+        weight = nranks // PATTERN + (1 if t < nranks % PATTERN else 0)
+        total += weight * ((idx + 3 * t) % PATTERN)
+    return total
+
+
+class Collective:
+    """One op on preallocated buffers: runs out-of-place and in-place, and knows the answer."""
+
+    def __init__(self, op: Op, rank: int, nranks: int, dtype: Any, max_count: int,
+                 device: Any) -> None:
+        self.op, self.rank, self.n, self.dtype, self.device = op, rank, nranks, dtype, device
+        self.send = torch.zeros(max(1, self.send_elems(max_count)), dtype=dtype, device=device)
+        self.recv = torch.zeros(max(1, self.recv_elems(max_count)), dtype=dtype, device=device)
+        self.count = 0
+
+    def send_elems(self, count: int) -> int:
+        return count * self.n if self.op.name in ("reduce_scatter", "alltoall") else count
+
+    def recv_elems(self, count: int) -> int:
+        return count * self.n if self.op.name in ("all_gather", "alltoall") else count
+
+    def resize(self, count: int) -> None:
+        """Use the first ``count`` elements per rank of the buffers."""
+        self.count = count
+        self.inp = self.send.narrow(0, 0, self.send_elems(count))
+        self.out = self.recv.narrow(0, 0, self.recv_elems(count))
+
+    def runner(self, in_place: bool) -> Callable[[], None]:
+        """A zero-argument function that runs the op once."""
+        op, inp, out, c, r = self.op.name, self.inp, self.out, self.count, self.rank
+        if op == "all_reduce":
+            if in_place:
+                return lambda: dist.all_reduce(out)
+            return lambda: (out.copy_(inp), dist.all_reduce(out))
+        if op == "all_gather":
+            src = out.narrow(0, r * c, c) if in_place else inp
+            return lambda: dist.all_gather_into_tensor(out, src)
+        if op == "reduce_scatter":
+            dst = inp.narrow(0, r * c, c) if in_place else out
+            return lambda: dist.reduce_scatter_tensor(dst, inp)
+        if op == "broadcast":
+            buf = out if in_place or r != 0 else inp
+            return lambda: dist.broadcast(buf, 0)
+        if op == "alltoall":
+            return lambda: dist.all_to_all_single(out, inp)
+        if op == "sendrecv":
+            nxt, prv = (r + 1) % self.n, (r - 1) % self.n
+
+            def sendrecv() -> None:
+                for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, inp, nxt),
+                                                    dist.P2POp(dist.irecv, out, prv)]):
+                    work.wait()
+            return sendrecv
+        raise ValueError(op)
+
+    def fill(self, in_place: bool) -> Any:
+        """Put this rank's known data where the op reads it; return the tensor holding the result."""
+        op, c, r = self.op.name, self.count, self.rank
+        if op == "all_gather":
+            src = self.out.narrow(0, r * c, c) if in_place else self.inp
+            src.copy_(pattern(0, c, r, self.device).to(self.dtype))
+            return self.out
+        if op == "reduce_scatter":
+            self.inp.copy_(pattern(0, c * self.n, r, self.device).to(self.dtype))
+            return self.inp.narrow(0, r * c, c) if in_place else self.out
+        if op in ("all_reduce", "broadcast") and in_place:
+            self.out.copy_(pattern(0, c, r, self.device).to(self.dtype))
+            return self.out
+        self.inp.copy_(pattern(0, self.inp.numel(), r, self.device).to(self.dtype))
+        self.out.zero_()
+        if op == "broadcast" and r == 0:
+            return self.inp  # out-of-place on the root: torch broadcasts from the input
+        return self.out
+
+    def expected(self, start: int, length: int) -> Any:
+        """The correct result at output indices ``start .. start+length`` (int64)."""
+        op, c, r, n, dev = self.op.name, self.count, self.rank, self.n, self.device
+        if op == "all_reduce":
+            return rank_sum(start, length, n, dev)
+        if op == "reduce_scatter":
+            return rank_sum(r * c + start, length, n, dev)
+        if op == "broadcast":
+            return pattern(start, length, 0, dev)
+        if op == "sendrecv":
+            return pattern(start, length, (r - 1) % n, dev)
+        j = torch.arange(start, start + length, dtype=torch.int64, device=dev)
+        src_rank, i = j // max(c, 1), j % max(c, 1)
+        if op == "all_gather":
+            return (i + 3 * src_rank) % PATTERN
+        if op == "alltoall":
+            return (r * c + i + 3 * src_rank) % PATTERN
+        raise ValueError(op)
+
+    def count_wrong(self, result: Any) -> int:
+        """Elements of ``result`` that differ from the expected answer."""
+        wrong = 0
+        total = result.numel()
+        for start in range(0, total, CHECK_CHUNK):
+            length = min(CHECK_CHUNK, total - start)
+            want = self.expected(start, length).to(self.dtype)
+            wrong += int((result.narrow(0, start, length) != want).sum().item())
+        return wrong
+
+
+# -- timing ---------------------------------------------------------------------------------------
+class Timer:
+    """Times a block of back-to-back ops: CUDA events with NCCL, perf_counter with gloo."""
+
+    def __init__(self, cuda: bool) -> None:
+        self.cuda = cuda
+        if cuda:
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+
+    def sync(self) -> None:
+        if self.cuda:
+            torch.cuda.synchronize()
+
+    def time_us(self, fn: Callable[[], Any], iters: int) -> float:
+        """Microseconds per op of ``iters`` calls of ``fn`` run as one block."""
+        if self.cuda:
+            self.start.record()
+            for _ in range(iters):
+                fn()
+            self.end.record()
+            self.end.synchronize()
+            return self.start.elapsed_time(self.end) * 1000.0 / iters
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        return (time.perf_counter() - t0) * 1e6 / iters
+
+
+def barrier(cuda: bool, local_rank: int) -> None:
+    """A barrier that does not warn about the device with NCCL."""
+    if cuda:
+        dist.barrier(device_ids=[local_rank])
+    else:
+        dist.barrier()
+
+
+def time_placement(fn: Callable[[], Any], warmup: int, iters: int, timer: Timer,
+                   cuda: bool, local_rank: int) -> float:
+    """nccl-tests' point: warm up, barrier, time ``iters`` ops as one block; us per op."""
+    for _ in range(warmup):
+        fn()
+    timer.sync()
+    barrier(cuda, local_rank)
+    return timer.time_us(fn, iters)
+
+
+# -- the run --------------------------------------------------------------------------------------
+def versions(nccl_from_log: str | None) -> dict[str, Any]:
+    """torch, CUDA and NCCL versions (NCCL as the library said in its log, else torch's)."""
+    nccl = nccl_from_log
+    if nccl is None and torch.cuda.is_available():
+        try:
+            nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+        except Exception:  # noqa: BLE001 - a CPU build has no NCCL
+            nccl = None
+    return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
+
+
+def effective_env(candidate: dict[str, str]) -> dict[str, str]:
+    """NCCL, PyTorch-NCCL and gloo variables in effect in this process, plus the candidate's."""
+    env = {k: v for k, v in os.environ.items()
+           if k.startswith(("NCCL_", "TORCH_NCCL_", "GLOO_"))}
+    env.update({k: os.environ.get(k, v) for k, v in candidate.items()})
+    return dict(sorted(env.items()))
+
+
+def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[str, Any] | None:
+    """Run the sweep as one rank; rank 0 returns the bench document, the others None.
+
+    Args:
+        spec: the sweep (op, dtype, sizes, warmup, iters, check, backend, timeout_s,
+            candidate_env).
+        ident: rank, world_size, local_rank, master_addr, master_port.
+        emit: where rank 0 reports ``ready`` and ``progress`` events.
+    """
+    op = OPS[spec["op"]]
+    dtype_info = get_dtype(spec["dtype"])
+    dtype = getattr(torch, dtype_info.torch_name)
+    rank, world, local_rank = ident["rank"], ident["world_size"], ident["local_rank"]
+    backend = spec["backend"]
+    cuda = backend == "nccl"
+    if cuda:
+        if not torch.cuda.is_available():
+            raise RankFailure("backend nccl needs a GPU; none is visible to this rank")
+        # one GPU per rank: the local rank's, or the only one a launcher left visible
+        local_rank = local_rank % torch.cuda.device_count()
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+        choose_gloo_interface(ident["master_addr"] or "127.0.0.1")
+    if op.name == "sendrecv" and world < 2:
+        raise RankFailure("sendrecv needs at least 2 ranks")
+    os.environ["MASTER_ADDR"] = str(ident["master_addr"])
+    os.environ["MASTER_PORT"] = str(ident["master_port"])
+    timeout = datetime.timedelta(seconds=float(spec["timeout_s"]))
+    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
+                            timeout=timeout)
+    try:
+        return _sweep(spec, op, dtype_info, dtype, rank, world, local_rank, cuda, device, emit)
+    finally:
+        try:
+            dist.destroy_process_group()
+        except Exception:  # noqa: BLE001 - best effort on the way out
+            pass
+
+
+def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int, world: int,
+           local_rank: int, cuda: bool, device: Any, emit: Emit) -> dict[str, Any] | None:
+    barrier(cuda, local_rank)
+    if rank == 0:
+        emit({"ev": "ready", "world_size": world})
+    sizes = [int(s) for s in spec["sizes"]]
+    counts = [per_rank_count(op, s, dtype_info.size, world) for s in sizes]
+    coll = Collective(op, rank, world, dtype, max(counts), device)
+    timer = Timer(cuda)
+    gathered = torch.zeros(world * 2, dtype=torch.float64, device=device)
+    rows: list[dict[str, Any]] = []
+    for index, count in enumerate(counts):
+        coll.resize(count)
+        times = []
+        for in_place in (False, True):
+            if in_place and not op.in_place:
+                times.append(0.0)
+                continue
+            times.append(time_placement(coll.runner(in_place), spec["warmup"], spec["iters"],
+                                        timer, cuda, local_rank))
+            if rank == 0:  # a sign of life for the launcher's watch, between blocks
+                emit({"ev": "beat", "size_bytes": sizes[index], "in_place": in_place})
+        mine = torch.tensor(times, dtype=torch.float64, device=device)
+        dist.all_gather_into_tensor(gathered, mine)
+        wrong: list[int | None] = [None, None]
+        if spec["check"]:
+            counted = []
+            for in_place in (False, True):
+                if in_place and not op.in_place:
+                    counted.append(0)
+                    continue
+                result = coll.fill(in_place)
+                timer.sync()
+                barrier(cuda, local_rank)
+                coll.runner(in_place)()
+                timer.sync()
+                counted.append(coll.count_wrong(result))
+            total = torch.tensor(counted, dtype=torch.int64, device=device)
+            dist.all_reduce(total)
+            wrong = [int(total[0].item()), int(total[1].item()) if op.in_place else None]
+        if rank == 0:
+            per_rank = gathered.view(world, 2).cpu().tolist()
+            size_col = size_column(op, count, dtype_info.size, world)
+            oop = placement_result(op, size_col, world, [t[0] for t in per_rank], wrong[0])
+            ip = (placement_result(op, size_col, world, [t[1] for t in per_rank], wrong[1])
+                  if op.in_place else None)
+            row = make_row(op, size_col, count, dtype_info.name, world, oop, ip)
+            rows.append(row)
+            emit({"ev": "progress", "done": index + 1, "total": len(counts), "row": row})
+    me = own_transport() if cuda else transport._new_rank(socket.gethostname(), os.getpid())
+    me.update({"rank": rank, "local_rank": local_rank, "host": socket.gethostname(),
+               "pid": os.getpid(),
+               "device": torch.cuda.get_device_name(local_rank) if cuda else "cpu"})
+    everyone: list[Any] = [None] * world
+    dist.all_gather_object(everyone, me)
+    if rank != 0:
+        return None
+    return build_document(spec, op, dtype_info.name, world, everyone, rows, cuda)
+
+
+def build_document(spec: dict[str, Any], op: Op, type_name: str, world: int,
+                   everyone: list[dict[str, Any]], rows: list[dict[str, Any]],
+                   cuda: bool) -> dict[str, Any]:
+    """Rank 0's bench document from the rows and every rank's own report."""
+    hosts: list[str] = []
+    for entry in everyone:
+        if entry["host"] not in hosts:
+            hosts.append(entry["host"])
+    per_host = [sum(1 for e in everyone if e["host"] == h) for h in hosts]
+    if cuda:
+        summary = transport.summarize(everyone)
+    else:
+        summary = {"network": None, "interfaces": sorted({os.environ.get("GLOO_SOCKET_IFNAME", "")}
+                                                        - {""}),
+                   "hcas": [], "gdr": None, "nccl_versions": [],
+                   "note": "gloo backend: NCCL was not used", "per_rank": everyone}
+    nccl_from_log = summary["nccl_versions"][0] if summary.get("nccl_versions") else None
+    return bench_document(
+        source="ncclcheck", op=op.name, dtype=type_name, backend=spec["backend"],
+        world_size=world, nodes=hosts,
+        ranks_per_node=per_host[0] if len(set(per_host)) == 1 else per_host,
+        warmup=spec["warmup"], iters=spec["iters"], check=int(bool(spec["check"])),
+        env=effective_env(spec.get("candidate_env", {})), versions=versions(nccl_from_log),
+        transport=summary, rows=rows, candidate_env=spec.get("candidate_env", {}),
+        link_rate_gbps=spec.get("link_rate_gbps"))
+
+
+# -- process entry point (started by the agent) ---------------------------------------------------
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this rank when the agent that started it dies (PR_SET_PDEATHSIG)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        os._exit(1)
+
+
+def main() -> int:
+    """Entry point for ``python -m ncclcheck.bench.worker`` (started by the agent)."""
+    events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # anything else printed to stdout (torch, NCCL) goes to the rank's log
+    _die_with_parent()
+
+    def emit(event: dict) -> None:
+        events.write(json.dumps(event, default=str) + "\n")
+        events.flush()
+
+    ident: dict[str, Any] = {}
+    try:
+        spec = json.loads(os.environ["NCCLCHECK_BENCH_SPEC"])
+        ident = rank_env(dict(os.environ))
+        doc = run_rank(spec, ident, emit)
+        if doc is not None:
+            emit({"ev": "result", "doc": doc})
+        return 0
+    except Exception as exc:  # noqa: BLE001 - every failure becomes one event and exit 1
+        warn = own_transport().get("warnings", []) if os.environ.get("NCCL_DEBUG_FILE") else []
+        emit({"ev": "error", "rank": ident.get("rank"), "host": socket.gethostname(),
+              "pid": os.getpid(), "message": one_line(exc), "nccl_warn": warn[-5:]})
+        return 1
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line: its type and the first meaningful line of its message."""
+    text = str(exc).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    head = next((ln for ln in lines if not ln.startswith(("Exception raised from",
+                                                          "frame #"))), "")
+    name = type(exc).__name__
+    return f"{name}: {head[:400]}" if head else name
+
+
+if __name__ == "__main__":
+    sys.exit(main())

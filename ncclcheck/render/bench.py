@@ -1,0 +1,237 @@
+"""Render bench documents: the nccl-tests table, the summary, the --compare table, progress.
+
+The table copies nccl-tests' layout (``src/common.cu`` ``writeResultHeader`` and the per-row
+``PRINT`` formats, ``src/util.cu`` footer), so people can diff it against ``all_reduce_perf``
+output and ``ncclcheck bench --import`` reads it back. Plain text, no colour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncclcheck.bench.document import footer_averages, wrong_total
+
+LEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}"
+HALF_HEAD = "  {:>7}  {:>6}  {:>6} {:>6}"
+
+
+def fmt_time(time_us: float) -> str:
+    """nccl-tests' time cell: 0, 1 or 2 decimals by magnitude.
+
+    >>> fmt_time(47535.2), fmt_time(135.83), fmt_time(6.364)
+    ('47535', '135.8', '6.36')
+    """
+    if time_us >= 10000.0:
+        return f"{time_us:7.0f}".strip()
+    if time_us >= 100.0:
+        return f"{time_us:7.1f}".strip()
+    return f"{time_us:7.2f}".strip()
+
+
+def fmt_half(cell: dict[str, Any] | None) -> str:
+    """One placement's four cells (time, algbw, busbw, #wrong); N/A when not measured."""
+    if not cell:
+        return f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>5}"
+    wrong = cell.get("wrong")
+    return (f"  {fmt_time(cell['time_us']):>7}  {cell['algbw_gbps']:6.2f}  "
+            f"{cell['busbw_gbps']:6.2f}  {'N/A' if wrong is None else wrong:>5}")
+
+
+def format_row(row: dict[str, Any]) -> str:
+    """One table row, as nccl-tests prints it.
+
+    >>> format_row({"size_bytes": 8, "count": 2, "type": "float", "redop": "sum", "root": -1,
+    ...             "out_of_place": {"time_us": 135.8, "algbw_gbps": 0.0, "busbw_gbps": 0.0, "wrong": 0},
+    ...             "in_place": None})
+    '           8             2     float     sum      -1    135.8    0.00    0.00      0      N/A     N/A     N/A    N/A'
+    """
+    return (f"{row['size_bytes']:>12}  {row['count']:>12}  {row['type']:>8}  {row['redop']:>6}  "
+            f"{row['root']:>6}" + fmt_half(row.get("out_of_place")) + fmt_half(row.get("in_place")))
+
+
+def table_header() -> list[str]:
+    """The three header lines of the result table."""
+    return [
+        "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place" + " " * 10,
+        LEAD.format("size", "count", "type", "redop", "root")
+        + HALF_HEAD.format("time", "algbw", "busbw", "#wrong")
+        + HALF_HEAD.format("time", "algbw", "busbw", "#wrong"),
+        LEAD.format("(B)", "(elements)", "", "", "")
+        + HALF_HEAD.format("(us)", "(GB/s)", "(GB/s)", "")
+        + HALF_HEAD.format("(us)", "(GB/s)", "(GB/s)", ""),
+    ]
+
+
+def sweep_line(doc: dict[str, Any]) -> str:
+    """nccl-tests' parameter line, from the document's rows and settings."""
+    rows = doc.get("rows") or []
+    sizes = [r["size_bytes"] for r in rows]
+    factor = ""
+    if len(sizes) >= 2 and sizes[0] > 0 and sizes[1] % sizes[0] == 0:
+        factor = f"{sizes[1] // sizes[0]}(factor)"
+    return (f"# nThread 1 nGpus 1 minBytes {min(sizes, default=0)} maxBytes {max(sizes, default=0)} "
+            f"step: {factor or '-'} warmup iters: {doc.get('warmup')} iters: {doc.get('iters')} "
+            f"agg iters: 1 validation: {doc.get('check')} graph: 0")
+
+
+def rank_lines(doc: dict[str, Any]) -> list[str]:
+    """``#  Rank  N Group  0 Pid P on HOST device D [..] NAME`` for every rank known."""
+    per_rank = ((doc.get("transport") or {}).get("per_rank")) or []
+    out = []
+    for entry in sorted(per_rank, key=lambda e: e.get("rank") if e.get("rank") is not None else 0):
+        if entry.get("rank") is None:
+            continue
+        out.append(f"#  Rank {entry['rank']:>2} Group  0 Pid {entry.get('pid') or 0:>6} on "
+                   f"{entry.get('host') or '?':>10} device {entry.get('local_rank') or 0:>2} "
+                   f"[{doc.get('backend')}] {entry.get('device') or ''}".rstrip())
+    return out
+
+
+def describe_transport(doc: dict[str, Any]) -> str:
+    """One line: what NCCL used (network, interfaces, HCAs, GDR, versions)."""
+    info = doc.get("transport") or {}
+    if doc.get("backend") == "gloo":
+        names = ", ".join(info.get("interfaces") or []) or "default"
+        return f"gloo over TCP (interface {names}); NCCL not used"
+    if not info:
+        return "unknown (no NCCL log)"
+    gdr = info.get("gdr")
+    parts = [f"network {info.get('network') or 'unknown'}"]
+    if info.get("interfaces"):
+        parts.append("interfaces " + ", ".join(info["interfaces"]))
+    if info.get("hcas"):
+        parts.append("HCAs " + ", ".join(info["hcas"]))
+    parts.append("GDR " + ("on" if gdr else "off" if gdr is False else "unknown"))
+    versions = info.get("nccl_versions") or []
+    if versions:
+        parts.append(("NCCL " if len(versions) == 1 else "NCCL versions differ: ")
+                     + ", ".join(versions))
+    return "; ".join(parts)
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The nccl-tests-compatible result table with its header and footer, and bench's summary."""
+    versions = doc.get("versions") or {}
+    nodes = doc.get("nodes") or []
+    lines = [f"# ncclcheck bench: {doc.get('op')} {doc.get('dtype')}, backend {doc.get('backend')}, "
+             f"{doc.get('world_size')} ranks on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
+             f" ({doc.get('source')})",
+             f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
+             f"NCCL {versions.get('nccl') or '-'}",
+             sweep_line(doc), "#", "# Using devices", *rank_lines(doc), "#", *table_header()]
+    rows = doc.get("rows") or []
+    lines += [format_row(r) for r in rows]
+    wrong = wrong_total(rows)
+    avg, _ = footer_averages(rows)
+    if doc.get("avg_busbw_gbps") is not None:
+        avg = doc["avg_busbw_gbps"]
+    lines += [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+              f"# Avg bus bandwidth    : {avg if avg is not None else 0:g} ", "#"]
+    lines += summary_lines(doc)
+    return "\n".join(lines) + "\n"
+
+
+def peak_cell(rows: list[dict[str, Any]]) -> tuple[float, int, str] | None:
+    """(peak busbw, its size, which placement) over the rows."""
+    best = None
+    for row in rows:
+        for key, name in (("out_of_place", "out-of-place"), ("in_place", "in-place")):
+            cell = row.get(key)
+            if cell and (best is None or cell["busbw_gbps"] > best[0]):
+                best = (cell["busbw_gbps"], row["size_bytes"], name)
+    return best
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """bench's own footer: the peak busbw and the transport."""
+    lines = []
+    peak = peak_cell(doc.get("rows") or [])
+    if peak:
+        text = f"# Peak bus bandwidth   : {peak[0]:.3f} GB/s at {peak[1]} B ({peak[2]})"
+        if doc.get("link_rate_gbps"):
+            text += f", {100 * peak[0] / doc['link_rate_gbps']:.1f}% of {doc['link_rate_gbps']:g} GB/s"
+        lines.append(text)
+    lines.append(f"# Transport            : {describe_transport(doc)}")
+    if doc.get("candidate_env"):
+        lines.append("# Configuration        : " + " ".join(
+            f"{k}={v}" for k, v in sorted(doc["candidate_env"].items())))
+    return lines
+
+
+def render_compare(doc: dict[str, Any]) -> str:
+    """The side-by-side busbw table of a ``--compare`` document; ``*`` marks the best.
+
+    >>> run = lambda bw: {"rows": [{"size_bytes": 1024, "out_of_place": {"busbw_gbps": bw}}],
+    ...                   "peak_busbw_gbps": bw, "avg_busbw_gbps": bw, "wrong_total": 0}
+    >>> print(render_compare({"runs": [{"label": "a.env", "bench": run(1.0)},
+    ...                                {"label": "b.env", "bench": run(2.0)}],
+    ...                       "best": {"label": "b.env", "peak_busbw_gbps": 2.0}}), end="")
+    # busbw (GB/s, out-of-place) per configuration; * marks the best at each size
+    #       size       a.env        b.env
+            1024        1.00         2.00*
+    # peak busbw        1.00         2.00*
+    # avg busbw         1.00         2.00*
+    # best: b.env (peak busbw 2.000 GB/s)
+    """
+    runs = doc.get("runs") or []
+    width = max([10] + [len(r["label"]) + 1 for r in runs])
+    lines = ["# busbw (GB/s, out-of-place) per configuration; * marks the best at each size",
+             "# " + f"{'size':>10}" + "".join(f"  {r['label']:>{width}} " for r in runs).rstrip()]
+    sizes: list[int] = []
+    for r in runs:
+        for row in r["bench"].get("rows") or []:
+            if row["size_bytes"] not in sizes:
+                sizes.append(row["size_bytes"])
+
+    def cells(values: list[float | None]) -> str:
+        known = [v for v in values if v is not None]
+        top = max(known) if known else None
+        out = ""
+        for v in values:
+            mark = "*" if v is not None and v == top and len(known) > 1 else " "
+            out += f"  {'-' if v is None else f'{v:.2f}':>{width}}{mark}"
+        return out.rstrip()
+
+    for size in sizes:
+        values = []
+        for r in runs:
+            match = [row for row in r["bench"].get("rows") or [] if row["size_bytes"] == size]
+            values.append(match[0]["out_of_place"]["busbw_gbps"] if match else None)
+        lines.append(f"  {size:>10}" + cells(values))
+    lines.append(f"# {'peak busbw':<10}" + cells([r["bench"].get("peak_busbw_gbps") for r in runs]))
+    lines.append(f"# {'avg busbw':<10}" + cells([r["bench"].get("avg_busbw_gbps") for r in runs]))
+    best = doc.get("best")
+    if best:
+        lines.append(f"# best: {best['label']} (peak busbw {best['peak_busbw_gbps']:.3f} GB/s)")
+    return "\n".join(lines) + "\n"
+
+
+class RichProgress:
+    """A progress bar over the sweep (only used when stdout is a terminal)."""
+
+    def __init__(self, console: Any, label: str = "bench") -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                  MofNCompleteColumn(), TextColumn("{task.fields[last]}"),
+                                  console=console, transient=True)
+        self._task = None
+        self._label = label
+
+    def start(self, total: int) -> None:  # noqa: D102
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task(self._label, total=total, last="")
+
+    def update(self, done: int, row: dict[str, Any]) -> None:  # noqa: D102
+        if self._task is None:
+            return
+        cell = (row or {}).get("out_of_place") or {}
+        last = (f"{row.get('size_bytes')} B: {cell.get('busbw_gbps', 0):.2f} GB/s busbw"
+                if row else "")
+        self._progress.update(self._task, completed=done, last=last)
+
+    def stop(self) -> None:  # noqa: D102
+        if self._task is not None:
+            self._progress.stop()
+            self._task = None

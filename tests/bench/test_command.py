@@ -1,0 +1,55 @@
+"""ncclcheck bench's command line: bad input is one line and exit 2; torch is optional."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+def ncclcheck(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ncclcheck", *args], capture_output=True,
+                          text=True, timeout=60, **kw)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["bench", "-b", "1.5M"], "K = 1024"),
+    (["bench", "-b", "1M", "-e", "1K"], "max-bytes must be >= min-bytes"),
+    (["bench", "--dtype", "complex"], "unknown type"),
+    (["bench", "--env", "LD_PRELOAD=/tmp/x.so"], "not a network setting"),
+    (["bench", "--env", "NCCL_ALGO"], "expected KEY=VALUE"),
+    (["bench", "--env-file", "/no/such.env"], "cannot read"),
+    (["bench", "a.env"], "need --compare"),
+    (["bench", "--compare"], "at least one env file"),
+    (["bench", "--compare", "--import", "x", "a.env"], "cannot be combined"),
+    (["bench", "--nodes", "2"], "--nodes needs --hostfile"),
+    (["bench", "--hostfile", "/no/such/hosts"], "cannot read hostfile"),
+    (["bench", "--op", "sendrecv", "--procs", "1"], "sendrecv needs at least 2 ranks"),
+    (["bench", "--master-addr", "-oProxyCommand=x"], "starts with '-'"),
+    (["bench", "--remote-python", "python; reboot", "--hostfile", "/x"], "absolute path"),
+    (["bench", "--check", "2"], "Invalid value"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, needle):
+    out = ncclcheck(*args)
+    assert out.returncode == 2, out.stderr
+    assert needle in out.stderr
+    assert "Traceback" not in out.stderr + out.stdout
+
+
+def test_without_torch_bench_says_how_to_install_it():
+    code = ("import sys\nsys.modules['torch'] = None\nfrom ncclcheck.cli import main\n"
+            "main(['bench', '--procs', '2', '-e', '1K'])\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.strip() == ("ncclcheck: error: torch is not installed; "
+                                  "pip install 'ncclcheck[bench]'")
+
+
+def test_help_lists_the_nccl_tests_flags():
+    out = ncclcheck("bench", "--help")
+    assert out.returncode == 0
+    for flag in ("-b, --min-bytes", "-e, --max-bytes", "-f, --step-factor", "-w, --warmup",
+                 "-n, --iters", "-c, --check", "--hostfile", "--compare", "--import"):
+        assert flag in out.stdout

@@ -1,0 +1,49 @@
+"""The bench document: slowest-rank rows, nccl-tests averages, comparisons."""
+
+from __future__ import annotations
+
+from ncclcheck.bench.document import (
+    bench_document,
+    compare_document,
+    footer_averages,
+    make_row,
+    placement_result,
+    wrong_total,
+)
+from ncclcheck.bench.formulas import OPS
+from ncclcheck.schema import check
+
+
+def test_row_uses_the_slowest_rank_and_keeps_the_mean():
+    op = OPS["all_gather"]
+    cell = placement_result(op, 8 << 20, 4, [100.0, 110.0, 90.0, 200.0], 0)
+    assert cell["time_us"] == 200.0 and cell["time_us_mean"] == 125.0
+    assert cell["algbw_gbps"] == (8 << 20) / 1e3 / 200.0
+    assert cell["busbw_gbps"] == cell["algbw_gbps"] * 0.75
+    row = make_row(op, 8 << 20, (8 << 20) // 16, "float", 4, cell, None)
+    assert (row["redop"], row["root"], row["in_place"]) == ("none", -1, None)
+
+
+def test_document_envelope_and_totals():
+    op = OPS["all_reduce"]
+    rows = [make_row(op, s, s // 4, "float", 2, placement_result(op, s, 2, [t], w),
+                     placement_result(op, s, 2, [t], 0))
+            for s, t, w in ((1024, 10.0, 0), (1 << 20, 100.0, 3))]
+    doc = bench_document(source="ncclcheck", op="all_reduce", dtype="float", backend="gloo",
+                         world_size=2, nodes=["a", "b"], ranks_per_node=1, warmup=1, iters=2,
+                         check=1, env={}, versions={}, transport=None, rows=rows)
+    check(doc, expect=("ncclcheck/bench",))
+    assert doc["schema_version"] == 1 and doc["wrong_total"] == 3 == wrong_total(rows)
+    assert doc["peak_busbw_gbps"] == (1 << 20) / 1e3 / 100.0
+    avg, peak = footer_averages(rows)
+    assert avg == sum([1024 / 1e4] * 2 + [(1 << 20) / 1e5] * 2) / 4 and peak == doc["peak_busbw_gbps"]
+
+
+def test_compare_marks_the_highest_peak_and_keeps_failed_runs():
+    runs = [{"label": "a.env", "bench": {"peak_busbw_gbps": 5.0}},
+            {"label": "b.env", "bench": {}, "error": "node2: timed out"},
+            {"label": "c.env", "bench": {"peak_busbw_gbps": 7.5}}]
+    doc = compare_document(runs)
+    check(doc)
+    assert doc["best"] == {"label": "c.env", "peak_busbw_gbps": 7.5}
+    assert [r["label"] for r in doc["runs"]] == ["a.env", "b.env", "c.env"]

@@ -1,0 +1,169 @@
+"""One node, real processes: gloo ranks spawned by the local agent (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.bench.formulas import OPS
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+
+SMALL = ["-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "--timeout", "30"]
+
+
+def bench(*args, timeout=120):
+    return subprocess.run([sys.executable, "-m", "ncclcheck", "bench", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def assert_rows_follow_formulas(doc):
+    op, n = OPS[doc["op"]], doc["world_size"]
+    for row in doc["rows"]:
+        for key in ("out_of_place", "in_place"):
+            cell = row[key]
+            if cell is None:
+                assert not op.in_place
+                continue
+            assert cell["wrong"] == 0
+            assert cell["time_us"] >= cell["time_us_mean"] > 0
+            assert cell["algbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
+            assert cell["busbw_gbps"] == pytest.approx(cell["algbw_gbps"] * op.bus_factor(n))
+
+
+def test_all_reduce_on_two_cpu_ranks(tmp_path):
+    target = tmp_path / "bench.json"
+    out = bench("--procs", "2", *SMALL, "--env", "NCCL_ALGO=Ring", "--json", "-o", str(target))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc == json.loads(target.read_text())
+    assert (doc["schema"], doc["source"], doc["backend"]) == ("ncclcheck/bench", "ncclcheck", "gloo")
+    assert (doc["world_size"], doc["ranks_per_node"], len(doc["nodes"])) == (2, 2, 1)
+    assert [r["size_bytes"] for r in doc["rows"]] == [1024, 8192, 65536]
+    assert [r["count"] for r in doc["rows"]] == [256, 2048, 16384]
+    assert_rows_follow_formulas(doc)
+    assert doc["wrong_total"] == 0 and doc["check"] == 1
+    assert doc["candidate_env"] == {"NCCL_ALGO": "Ring"}
+    assert doc["env"]["NCCL_ALGO"] == "Ring" and doc["env"]["NCCL_DEBUG"] == "INFO"
+    assert doc["env"]["GLOO_SOCKET_IFNAME"] == "lo"          # the route to 127.0.0.1
+    assert doc["versions"]["torch"] and doc["transport"]["interfaces"] == ["lo"]
+    assert [e["rank"] for e in doc["transport"]["per_rank"]] == [0, 1]
+    assert doc["launch"]["mode"] == "local"
+
+
+@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "broadcast", "alltoall",
+                                "sendrecv"])
+def test_every_op_checks_out(op):
+    out = bench("--op", op, "--procs", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1",
+                "--dtype", "half" if op == "reduce_scatter" else "float", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["op"] == op and len(doc["rows"]) == 1
+    assert_rows_follow_formulas(doc)
+    row = doc["rows"][0]
+    assert row["size_bytes"] == 4096
+    assert (row["in_place"] is None) == (op in ("alltoall", "sendrecv"))
+
+
+def rank_processes(marker: str) -> dict[int, int]:
+    """{rank: pid} of worker processes whose environment carries ``marker``."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"NCCL_TEST_MARKER={marker}".encode() in env:
+            for var in env:
+                if var.startswith(b"RANK="):
+                    found[int(var[5:])] = int(entry)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def test_a_killed_rank_fails_the_run_names_it_and_leaves_nothing(tmp_path):
+    marker = f"m{os.getpid()}"
+    proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "bench", "--procs", "2",
+                             "-b", "64K", "-e", "64K", "-n", "100000", "-w", "1",
+                             "--timeout", "20", "--env", f"NCCL_TEST_MARKER={marker}",
+                             "--nccl-log-dir", str(tmp_path / "logs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        end = time.monotonic() + 60
+        ranks: dict[int, int] = {}
+        while time.monotonic() < end and len(ranks) < 2:
+            ranks = rank_processes(marker)
+            time.sleep(0.2)
+        assert len(ranks) == 2, proc.stderr.read() if proc.poll() is not None else "no ranks"
+        time.sleep(4)                      # into the timed loop
+        family = [ranks[0], ranks[1]]
+        agent = int(Path(f"/proc/{ranks[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        family.append(agent)
+        killed_at = time.monotonic()
+        os.kill(ranks[1], signal.SIGKILL)
+        _, err = proc.communicate(timeout=20 + 10)
+        took = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert took < 30
+    assert err.startswith(f"ncclcheck: error: rank 1 on {socket.gethostname()}: "
+                          "rank process killed by signal 9")
+    assert "Traceback" not in err
+    assert f"[rank logs kept in {tmp_path / 'logs'} on " in err
+    assert (tmp_path / "logs" / "rank.1.stderr").exists()
+    time.sleep(0.5)
+    assert not [pid for pid in family if alive(pid)]
+    assert rank_processes(marker) == {}
+
+
+def run_on_a_terminal(argv: list[str]) -> str:
+    """Run ``argv`` with stdout on a pseudo-terminal; everything it wrote there."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(120)
+    os.close(master)
+    assert proc.returncode == 0, proc.stderr.read()
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def test_progress_bar_on_a_terminal_only():
+    args = [sys.executable, "-m", "ncclcheck", "bench", "--procs", "2", "-b", "1K", "-e", "4K",
+            "-f", "2", "-n", "50", "-w", "1", "--check", "0"]
+    shown = run_on_a_terminal(args)
+    assert "3/3" in shown and "\x1b[" in shown          # rich's bar, then the table
+    assert "# Avg bus bandwidth" in shown
+    piped = bench(*args[4:])
+    assert piped.returncode == 0
+    assert "\x1b[" not in piped.stdout + piped.stderr and "3/3" not in piped.stdout

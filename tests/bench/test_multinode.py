@@ -1,0 +1,144 @@
+"""Across nodes over ssh, on a network-namespace cluster with gloo (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import needs_netns
+from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
+
+from ncclcheck.bench.formulas import OPS
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+
+
+def bench(c, *args, timeout=180, **kw):
+    return subprocess.run([sys.executable, "-m", "ncclcheck", "bench", "--hostfile", c.hostfile,
+                           "--ssh-config", c.ssh_config, *args],
+                          capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def cmdlines(c, node) -> dict[int, str]:
+    out = {}
+    for pid in c.pids(node):
+        try:
+            out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            pass
+    return out
+
+
+def ours_left(c) -> list[str]:
+    """Processes on the nodes other than sshd's listener, and local ssh clients to them."""
+    remote = [cmd for node in c.nodes for cmd in cmdlines(c, node).values()
+              if "[listener]" not in cmd]
+    local = []
+    for entry in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, ValueError):
+            continue
+        if cmd.startswith("ssh ") and c.ssh_config in cmd:
+            local.append(cmd)
+    return remote + local
+
+
+def test_two_nodes_over_ssh(make_cluster):
+    c = make_cluster(2)
+    out = bench(c, "--nodes", "2", "-b", "1K", "-e", "256K", "-f", "16", "-n", "3", "-w", "1",
+                "--timeout", "30", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert (doc["backend"], doc["world_size"], doc["ranks_per_node"]) == ("gloo", 2, 1)
+    assert doc["nodes"] == ["node1", "node2"]
+    assert doc["launch"]["mode"] == "ssh" and doc["launch"]["master_addr"] == c.nodes[0].addr
+    assert doc["launch"]["hosts"] == c.addrs
+    assert doc["transport"]["interfaces"] == ["eth0"]
+    assert doc["wrong_total"] == 0
+    assert [r["size_bytes"] for r in doc["rows"]] == [1024, 16384, 262144]
+    for row in doc["rows"]:
+        for cell in (row["out_of_place"], row["in_place"]):
+            assert cell["wrong"] == 0
+            assert cell["algbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
+            assert cell["busbw_gbps"] == pytest.approx(cell["algbw_gbps"] *
+                                                       OPS["all_reduce"].bus_factor(2))
+    time.sleep(0.5)
+    assert ours_left(c) == []
+
+
+def test_compare_follows_the_socket_interface_of_each_candidate(make_cluster, tmp_path):
+    c = make_cluster(2, links="eth0:auto:1gbit,eth1:auto:50mbit")
+    fast, slow = tmp_path / "fast.env", tmp_path / "slow.env"
+    fast.write_text("NCCL_SOCKET_IFNAME==eth0\n")
+    slow.write_text("# the slow link\nexport NCCL_SOCKET_IFNAME=eth1\n")
+    out = bench(c, "--nodes", "2", "-b", "256K", "-e", "256K", "-n", "3", "-w", "1",
+                "--timeout", "30", "--compare", str(fast), str(slow), "-o", str(tmp_path / "c.json"))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "c.json").read_text())
+    runs = {r["label"]: r["bench"] for r in doc["runs"]}
+    assert runs["fast.env"]["env"]["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert runs["slow.env"]["env"]["GLOO_SOCKET_IFNAME"] == "eth1"
+    assert doc["best"]["label"] == "fast.env"
+    assert runs["slow.env"]["peak_busbw_gbps"] < 50e6 / 8 / 1e9 * 1.1   # under the 50 Mbit/s link
+    assert "# best: fast.env" in out.stdout and "*" in out.stdout
+
+
+def test_unreachable_node_is_named_quickly(make_cluster, tmp_path):
+    c = make_cluster(2)
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{c.nodes[0].addr}\n{c.unreachable_addr}\n")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "bench", "--hostfile", str(hostfile),
+                          "--ssh-config", c.ssh_config, "--connect-timeout", "2"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1
+    assert out.stderr.startswith(f"ncclcheck: error: {c.unreachable_addr}: ")
+    assert time.monotonic() - started < 20
+    assert ours_left(c) == []
+
+
+def test_killing_one_nodes_agent_fails_fast_names_it_and_leaves_nothing(make_cluster, tmp_path):
+    c = make_cluster(2)
+    timeout = 20
+    proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "bench", "--hostfile", c.hostfile,
+                             "--ssh-config", c.ssh_config, "--nodes", "2", "-b", "64K", "-e", "64K",
+                             "-n", "100000", "-w", "1", "--timeout", str(timeout),
+                             "--nccl-log-dir", str(tmp_path / "logs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        agent = None
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            procs = cmdlines(c, "node2")
+            workers = [p for p, cmd in procs.items() if "ncclcheck.bench.worker" in cmd]
+            agents = [p for p, cmd in procs.items()
+                      if "ncclcheck.bench.agent" in cmd and "watchdog" not in cmd]
+            if workers and agents:
+                agent = agents[0]
+                break
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        assert agent, "the agent on node2 never started its rank"
+        time.sleep(4)                                    # rendezvous done, inside the sweep
+        killed_at = time.monotonic()
+        os.kill(agent, signal.SIGKILL)
+        _, err = proc.communicate(timeout=timeout + 10)
+        took = time.monotonic() - killed_at
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 1, err
+    assert took < timeout + 10
+    assert err.startswith(f"ncclcheck: error: {c.nodes[1].addr} (node2): agent killed by signal 9")
+    assert "Traceback" not in err
+    time.sleep(1)
+    assert ours_left(c) == []
