@@ -8,7 +8,8 @@ candidates (:class:`Wanted`) → decode and feed them to a :class:`~ncclcheck.lo
 The document::
 
     {"schema": "ncclcheck/diagnosis", "schema_version": 1, "ncclcheck_version": ...,
-     "inputs": [{"name", "gzip", "bytes", "lines", "truncated_lines"}],
+     "created_at": "2026-11-20T10:05:00Z",
+     "inputs": [{"name", "gzip", "bytes", "lines", "truncated_lines", "error"?}],
      "healthy": bool, "summary": {...}, "hosts": {host: {...}}, "ranks": [{...}, ...],
      "findings": [{"id", "title", "severity", "message", "cause", "fix", "docs",
                    "evidence": [{"file", "line", "text"}], "hosts", "ranks", "count"}]}
@@ -26,16 +27,17 @@ from ncclcheck.logparse.reader import (
     open_source,
 )
 from ncclcheck.logparse.state import LogState, Proc
-from ncclcheck.schema import envelope
+from ncclcheck.schema import envelope, now_utc
 from ncclcheck.signatures.derived import plural, run_checks
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 #: What a line without "NCCL" must contain to matter: NCCL's own API names (ncclShmOpen,
-#: ncclSystemError, /dev/shm/nccl-*), crash signals, the torch heartbeat, RDMA device names.
+#: ncclSystemError, /dev/shm/nccl-*), crash signals, the torch heartbeat, RDMA device names, the
+#: MPI launcher's UCX/PMIx errors, Python's ENOMEM (fork on EFA).
 #: NCCL's WARN text repeated by PyTorch after "Last error:" is caught by taking the next line.
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
-             b"Last error")
+             b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
 
 
 class Wanted:
@@ -73,8 +75,12 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
         paths: log files (plain or gzip); ``-`` reads ``stdin``.
         stdin: the binary stream ``-`` stands for (default ``sys.stdin.buffer``).
 
+    An input that breaks off after some text (a truncated gzip, a read error) keeps what was
+    read; its ``inputs[].error`` says where it stopped.
+
     Raises:
-        BadInput: no input, ``-`` twice, or a file that cannot be read (named in the message).
+        BadInput: no input, ``-`` twice, or a file that cannot be read at all, a corrupt gzip
+            file included (named in the message).
     """
     if not paths:
         raise BadInput("no input: give one or more log files, or - for standard input")
@@ -90,6 +96,9 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             name = src.stats.name
             for lineno, raw in iter_lines(src.stream, src.stats, Wanted(), always=b"NCCL"):
                 feed(raw, name, lineno)
+            if src.stats.error and not src.stats.bytes:
+                what = "not a readable gzip file" if src.stats.gzip else "cannot read"
+                raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")
             inputs.append(src.stats)
     run_checks(state)
     return build_document(state, inputs)
@@ -187,6 +196,7 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
                    f"{plural(counts['warning'], 'warning')}")
     doc = envelope(
         "ncclcheck/diagnosis",
+        created_at=now_utc(),
         inputs=[s.as_dict() for s in inputs],
         healthy=healthy,
         summary={"verdict": verdict, "processes": len(procs) + state.procs_dropped,

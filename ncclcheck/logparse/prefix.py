@@ -16,7 +16,7 @@ Recorded shapes (all seen in public NCCL issue threads):
 from __future__ import annotations
 
 import re
-from typing import NamedTuple, Optional
+from typing import Container, NamedTuple, Optional
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -47,11 +47,14 @@ class Prefix(NamedTuple):
     stamped: bool = False          #: a timestamp was stripped
 
 
-def parse_prefix(line: str) -> tuple[Prefix, str]:
+def parse_prefix(line: str, hosts: Container[str] = ()) -> tuple[Prefix, str]:
     """Split launcher prefixes off ``line``.
 
     Args:
         line: one decoded log line, without its newline.
+        hosts: ``host: `` labels already seen in front of NCCL lines; such a label is also taken
+            in front of other text (a pdsh/Slurm traceback), where an unknown one is not, so that
+            ``RuntimeError: ...`` stays text.
 
     Returns:
         The :class:`Prefix` found and the rest of the line.
@@ -67,6 +70,8 @@ def parse_prefix(line: str) -> tuple[Prefix, str]:
     True
     >>> parse_prefix("RuntimeError: NCCL error in: x")[1]
     'RuntimeError: NCCL error in: x'
+    >>> parse_prefix("worker-1: RuntimeError: NCCL error in: x", hosts={"worker-1"})[0].host
+    'worker-1'
     """
     if "\x1b" in line:
         line = _ANSI.sub("", line)
@@ -81,6 +86,9 @@ def parse_prefix(line: str) -> tuple[Prefix, str]:
         m = _PREFIX.match(line, pos)
         if m is None:
             h = _HOST_LABEL.match(line, pos)
+            if h is not None and host is None and h.group("host") in hosts:
+                host, pos = h.group("host"), h.end()     # a known host before plain text
+                continue
             if h is None or not _NCCL_HEAD.match(line, h.end()):
                 if h is not None and h.group("host").isdigit() and len(h.group("host")) < 10 \
                         and rank is None:

@@ -164,7 +164,8 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     Every line is counted in ``stats`` whether wanted or not. Lines lose their ``\\n``; a line
     over :data:`MAX_LINE_BYTES` is cut to that length. Lines containing ``always`` are taken
     without calling ``wanted`` (the common case, tested in C). A corrupt or truncated gzip stream
-    ends the input with ``stats.error`` set instead of raising.
+    ends the input with ``stats.error`` set instead of raising, after every line decoded before
+    the break.
 
     >>> s = InputStats("t")
     >>> list(iter_lines(io.BytesIO(b"a\\nNCCL x\\n\\nb"), s, lambda l: b"NCCL" in l)), s.lines
@@ -174,9 +175,12 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     carry = b""
     dropping = False          # inside an over-long line: skip bytes up to the next newline
     limit = MAX_LINE_BYTES
+    # read1: one underlying read at a time, so a stream that breaks off (a truncated gzip) hands
+    # over everything decoded before the break instead of losing the last chunk with the error.
+    read = getattr(stream, "read1", stream.read)
     while True:
         try:
-            chunk = stream.read(CHUNK_BYTES)
+            chunk = read(CHUNK_BYTES)
         except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
             stats.error = f"read stopped: {exc}"
             break

@@ -235,6 +235,8 @@ class LogState:
         self.unrecognized: dict[str, list[Any]] = {}        # normalised WARN -> [count, ev, host]
         self.rdma_evidence: dict[Optional[str], list[dict[str, Any]]] = {}  # host -> lines
         self.rdma_devices: dict[Optional[str], set[str]] = {}             # host -> names
+        self.env_evidence: dict[str, dict[str, Any]] = {}   # "NAME=value" -> first line
+        self.host_labels: set[str] = set()                  # launcher host labels seen on NCCL lines
         self.parse_errors = 0
         self.first_parse_error: Optional[str] = None
         self._last_proc: dict[str, Proc] = {}                # file -> last process seen
@@ -363,8 +365,11 @@ class LogState:
             self.first_parse_error = f"{file}:{lineno}: {type(exc).__name__}: {exc}"
 
     def _feed(self, line: str, file: str, lineno: int) -> None:
-        prefix, rest = parse_prefix(line)
+        prefix, rest = parse_prefix(line, self.host_labels)
         nl = parse_nccl_line(rest)
+        if nl is not None and prefix.host is not None and prefix.host not in self.host_labels \
+                and len(self.host_labels) < MAX_PROCS:
+            self.host_labels.add(prefix.host)
         if nl is None:
             self._text_line(prefix, rest, file, lineno, line)
             return
@@ -418,7 +423,11 @@ class LogState:
     def _text_line(self, prefix: Prefix, text: str, file: str, lineno: int, line: str) -> None:
         """A line that is not an NCCL debug line (``text`` without launcher prefixes)."""
         proc: Optional[Proc] = None
-        if prefix.rank is not None or prefix.tag is not None or prefix.host is not None:
+        if prefix.rank is None and prefix.tag is None and prefix.host is not None:
+            last = self._last_proc.get(file)         # a host label alone: that host's last process
+            proc = last if last is not None and prefix.host in (last.node, last.host) else \
+                self.proc_for(None, prefix, file)
+        elif prefix.rank is not None or prefix.tag is not None:
             proc = self.proc_for(None, prefix, file)
         if "NCCL version" in text:
             fact = parse_version(text)
@@ -465,6 +474,8 @@ class LogState:
             proc.trees = max(proc.trees or 0, value)
         elif kind == "init":
             self._apply_init(proc, value)
+            if value["state"] == "COMPLETE" and "init_complete" not in proc.evidence:
+                proc.evidence["init_complete"] = evidence(file, lineno, line)
         elif kind == "topology":
             proc.nnodes = max(proc.nnodes or 0, value["nnodes"])
             comm = proc.comms.get(value["comm"])
@@ -477,6 +488,7 @@ class LogState:
             self.bare_versions.setdefault(value[0], evidence(file, lineno, line))
         elif kind == "cuda_driver":
             proc.cuda_driver = value
+            proc.evidence.setdefault("cuda_driver", evidence(file, lineno, line))
         elif kind == "bootstrap":
             proc.bootstrap = value
             proc.evidence.setdefault("bootstrap", evidence(file, lineno, line))
@@ -504,6 +516,9 @@ class LogState:
             name, val = value
             if name in proc.env or len(proc.env) < MAX_LIST:
                 proc.env[name] = val
+            setting = f"{name}={val}"
+            if setting not in self.env_evidence and len(self.env_evidence) < MAX_LIST:
+                self.env_evidence[setting] = evidence(file, lineno, line)
             if name.startswith("NCCL_IB_") and name not in ("NCCL_IB_DISABLE",) \
                     and not (name == "NCCL_IB_HCA" and val.startswith("^")):
                 self._rdma_hint(f"{name}={val}", proc.host or proc.node, file, lineno, line)

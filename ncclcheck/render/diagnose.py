@@ -12,6 +12,7 @@ from rich.text import Text
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_RANK_ROWS = 32
 MAX_HOST_ROWS = 64
+MAX_ENV_ROWS = 40
 
 
 def ranges(numbers: Iterable[int]) -> str:
@@ -80,6 +81,41 @@ def ranks_table(ranks: list[dict[str, Any]]) -> Table:
     return table
 
 
+def env_settings(ranks: list[dict[str, Any]]) -> list[tuple[str, str, int, list[str]]]:
+    """``(variable, value, processes, hosts)`` for every NCCL variable the ranks report as set.
+
+    >>> env_settings([{"env": {"NCCL_IB_HCA": "mlx5_0"}, "host": "a"},
+    ...               {"env": {"NCCL_IB_HCA": "mlx5_1"}, "host": "b"}, {"env": {}, "host": "c"}])
+    [('NCCL_IB_HCA', 'mlx5_0', 1, ['a']), ('NCCL_IB_HCA', 'mlx5_1', 1, ['b'])]
+    """
+    seen: dict[tuple[str, str], list[Any]] = {}
+    for r in ranks:
+        for name, value in (r.get("env") or {}).items():
+            entry = seen.setdefault((name, value), [0, []])
+            entry[0] += 1
+            host = r.get("host") or r.get("node")
+            if host and host not in entry[1]:
+                entry[1].append(host)
+    return [(name, value, n, sorted(hosts)) for (name, value), (n, hosts) in sorted(seen.items())]
+
+
+def env_table(ranks: list[dict[str, Any]], total: int) -> Table:
+    """The variables NCCL reports as set (``NCCL_X set by environment to ...``), and where."""
+    table = Table(title="NCCL variables (as NCCL reports them)", title_justify="left",
+                  show_edge=False, pad_edge=False)
+    for col in ("variable", "value", "processes", "hosts"):
+        table.add_column(col, overflow="fold")
+    rows = env_settings(ranks)
+    names = [name for name, *_ in rows]
+    for name, value, n, hosts in rows[:MAX_ENV_ROWS]:
+        differs = names.count(name) > 1          # ranks disagree on this variable
+        table.add_row(Text(name, style="yellow" if differs else ""), value, f"{n}/{total}",
+                      _join(hosts, 4))
+    if len(rows) > MAX_ENV_ROWS:
+        table.caption = f"{len(rows) - MAX_ENV_ROWS} more settings in --json"
+    return table
+
+
 def finding_panel(f: dict[str, Any]) -> Panel:
     """A finding: message, cause, fix, where, evidence, citation."""
     style = SEVERITY_STYLE.get(f["severity"], "")
@@ -116,6 +152,10 @@ def render_diagnosis(console: Console, doc: dict[str, Any]) -> None:
         (", ".join(i["name"] + (" (gzip)" if i.get("gzip") else "") for i in inputs[:4])
          + (f" +{len(inputs) - 4}" if len(inputs) > 4 else ""), ""),
         (f"  {total / 1e6:.1f} MB, {sum(i.get('lines', 0) for i in inputs)} lines", "dim")))
+    for i in inputs:
+        if i.get("error"):
+            console.print(Text(f"{i['name']}: {i['error']} after {i.get('lines', 0)} lines; the "
+                               "diagnosis covers what was read", style="yellow"))
     summary = doc.get("summary") or {}
     verdict_style = "bold green" if doc.get("healthy") else (
         "bold red" if (summary.get("findings") or {}).get("error") else "bold yellow")
@@ -125,6 +165,8 @@ def render_diagnosis(console: Console, doc: dict[str, Any]) -> None:
     ranks = doc.get("ranks") or []
     if 0 < len(ranks) <= MAX_RANK_ROWS:
         console.print(ranks_table(ranks))
+    if any(r.get("env") for r in ranks):
+        console.print(env_table(ranks, len(ranks)))
     findings = doc.get("findings") or []
     if findings:
         console.print(Group(*(finding_panel(f) for f in findings)))

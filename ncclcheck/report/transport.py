@@ -136,10 +136,18 @@ def diagnosis_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
     hosts, ranks = doc.get("hosts"), doc.get("ranks")
     processes = summary.get("processes", len(ranks) if isinstance(ranks, (list, dict)) else None)
     host_count = summary.get("hosts", len(hosts) if isinstance(hosts, (list, dict)) else None)
-    return {"name": name, "healthy": healthy is True,
-            "status": ("healthy" if healthy is True else
-                       f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
-                       if findings or healthy is False else "unknown"),
+    if healthy is True:
+        status = "healthy"
+    elif findings:
+        status = f"{len(findings)} finding{'s' if len(findings) != 1 else ''}"
+    elif summary.get("nccl_lines") == 0:
+        status = "no NCCL output"
+    else:
+        status = "unknown"
+    versions = summary.get("nccl_versions")
+    return {"name": name, "healthy": healthy is True, "status": status,
+            "host_names": [str(h) for h in hosts] if isinstance(hosts, (dict, list)) else [],
+            "nccl_versions": [str(v) for v in versions] if isinstance(versions, list) else [],
             "verdict": text(summary.get("verdict")),
             "processes": text(processes), "hosts": text(host_count),
             "inputs": [os.path.basename(str(i.get("name"))) for i in doc.get("inputs") or []

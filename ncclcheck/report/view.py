@@ -32,6 +32,8 @@ def overview(nodes: list[dict[str, Any]], failed: list[dict[str, str]],
         for v in [*(t.get("nccl_versions") or []), (r["bench"].get("versions") or {}).get("nccl")]:
             if v and str(v) not in versions:
                 versions.append(str(v))
+    for d in diagnoses:                      # what the ranks of a diagnosed log printed
+        versions.extend(v for v in d["nccl_versions"] if v not in versions)
     seen: dict[str, list[str]] = {}
     for r in runs:
         if isinstance(r["bench"].get("transport"), dict):
@@ -45,6 +47,8 @@ def overview(nodes: list[dict[str, Any]], failed: list[dict[str, str]],
         for h in r["bench"].get("nodes") or []:
             if str(h) not in host_names:
                 host_names.append(str(h))
+    for d in diagnoses:
+        host_names.extend(h for h in d["host_names"] if h not in host_names)
     versions.sort(key=version_key)
     drivers = sorted({str(g.get("driver_version")) for g in gpus if g.get("driver_version")},
                      key=version_key)

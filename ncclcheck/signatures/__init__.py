@@ -15,6 +15,7 @@ from ncclcheck.signatures import (
                                   ib,
                                   init,
                                   interface,
+                                  launcher,
                                   plugin,
                                   rdma,
                                   shm,
@@ -23,7 +24,8 @@ from ncclcheck.signatures import (
 )
 from ncclcheck.signatures.base import SEVERITIES, Detail, Signature
 
-_FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, init)
+_FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
+             init)
 
 #: signatures matched against log lines, in reporting order.
 LINE_SIGNATURES: tuple[Signature, ...] = tuple(

@@ -2,10 +2,14 @@
 
 They run once, after the last line, over :class:`~ncclcheck.logparse.state.LogState`:
 
-* ranks that disagree on the NCCL version or on the network transport;
+* ranks that disagree on the NCCL version, the CUDA driver or the network transport;
 * a virtual or loopback interface used between nodes (``net-socket-ifname``);
 * RDMA hardware in sight while NCCL runs over sockets (libibverbs missing, no usable device);
 * GPUDirect RDMA disabled on the HCAs in use;
+* debugging/tuning variables NCCL reports as set (``env-debug-vars-set``, info only);
+* a collective that timed out on one node after every rank finished init, over P2P and with no
+  NCCL error: the PCIe ACS/IOMMU signature (``gpu-p2p-unsupported``);
+* ``fork()`` running out of memory, reported only when the job runs over EFA;
 * ranks that started init and never completed it while others did;
 * the fallback "an NCCL call failed" and the info-level list of unrecognised WARN lines, only
   when nothing more specific explains the log.
@@ -20,13 +24,16 @@ from collections import defaultdict
 from typing import Any, Iterable, Optional
 
 from ncclcheck.logparse.state import FindingAcc, LogState, Proc
+from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
 from ncclcheck.signatures import BY_ID, Detail
 from ncclcheck.signatures.interface import LOCAL_ADDRESS, VIRTUAL_IFACE
 
 
 def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
-           evidence: Iterable[Optional[dict[str, Any]]], severity: str = "") -> FindingAcc:
-    """Add a whole-log finding (or extend the line finding with the same id)."""
+           evidence: Iterable[Optional[dict[str, Any]]], severity: str = "", cause: str = "",
+           fix: str = "") -> FindingAcc:
+    """Add a whole-log finding (or extend the line finding with the same id); ``cause`` and
+    ``fix`` replace the signature's own words when this check knows better."""
     sig = BY_ID[sig_id]
     acc = state.findings.get(sig_id)
     if acc is None:
@@ -36,7 +43,7 @@ def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
         acc.message = message
     procs = list(procs)
     evs = [e for e in evidence if e]
-    acc.add(Detail(severity=severity or sig.severity), None, None, None)
+    acc.add(Detail(severity=severity or sig.severity, cause=cause, fix=fix), None, None, None)
     for ev in evs:
         if ev not in acc.evidence and len(acc.evidence) < 5:
             acc.evidence.append(ev)
@@ -89,8 +96,29 @@ def check_versions(state: LogState) -> None:
            [state.bare_versions.get(v) for v in sorted(versions)])
 
 
+def _by_host(procs: Iterable[Proc]) -> str:
+    hosts = sorted({p.host or p.node or "?" for p in procs})
+    return ", ".join(hosts[:4]) + (", ..." if len(hosts) > 4 else "")
+
+
+def check_drivers(state: LogState) -> None:
+    """``cluster-driver-version-mismatch``: ranks report different ``cudaDriverVersion``."""
+    by_driver: dict[int, list[Proc]] = defaultdict(list)
+    for p in state.procs.values():
+        if p.cuda_driver is not None:
+            by_driver[p.cuda_driver].append(p)
+    if len(by_driver) < 2:
+        return
+    parts = [f"{v // 1000}.{v % 1000 // 10} ({_by_host(ps)})" for v, ps in sorted(by_driver.items())]
+    _raise(state, "cluster-driver-version-mismatch",
+           "ranks run on different NVIDIA drivers (the CUDA version each driver supports, from "
+           "cudaDriverVersion): " + "; ".join(parts),
+           [p for ps in by_driver.values() for p in ps],
+           [ps[0].evidence.get("cuda_driver") for _, ps in sorted(by_driver.items())])
+
+
 def check_transports(state: LogState) -> None:
-    """``log-transport-mismatch``: ranks of a multi-node job on different network transports."""
+    """``net-transport``: ranks of a multi-node job on different network transports."""
     by_family: dict[str, list[Proc]] = defaultdict(list)
     for p in state.procs.values():
         fam = p.net_family()
@@ -100,7 +128,7 @@ def check_transports(state: LogState) -> None:
         return
     parts = [f"{fam} on {', '.join(sorted({p.host or p.node or '?' for p in ps})[:4])}"
              for fam, ps in sorted(by_family.items())]
-    _raise(state, "log-transport-mismatch",
+    _raise(state, "net-transport",
            "ranks chose different network transports: " + "; ".join(parts),
            [p for ps in by_family.values() for p in ps],
            [ps[0].evidence.get("network") or ps[0].evidence.get("net_socket")
@@ -212,6 +240,62 @@ def check_gdr(state: LogState) -> None:
            [p for p, _ in affected], [p.evidence.get("gdr_disabled") for p, _ in affected[:3]])
 
 
+def check_debug_vars(state: LogState) -> None:
+    """``env-debug-vars-set`` (info): debugging/tuning variables NCCL reports as set."""
+    by_setting: dict[str, list[Proc]] = defaultdict(list)
+    for p in state.procs.values():
+        for name, value in p.env.items():
+            if name in DEBUG_VARS:
+                by_setting[f"{name}={value}"].append(p)
+    if not by_setting:
+        return
+    settings = sorted(by_setting)
+    procs = list({id(p): p for ps in by_setting.values() for p in ps}.values())
+    _raise(state, "env-debug-vars-set",
+           f"{', '.join(settings[:4])}{' ...' if len(settings) > 4 else ''} set on "
+           f"{plural(len(procs), 'process')}: debugging/tuning variables that NCCL's docs keep "
+           "out of production", procs,
+           [state.env_evidence.get(s) for s in settings[:5]])
+
+
+def check_p2p_hang(state: LogState) -> None:
+    """``gpu-p2p-unsupported``: a collective timed out on one node after every rank completed init,
+    over P2P, and nothing else failed: the PCIe ACS/IOMMU signature (knowledge base §9 row 16)."""
+    if "log-watchdog-timeout" not in state.findings or multi_node(state):
+        return
+    if any(a.severity == "error" and not a.sig.fallback and k != "log-watchdog-timeout"
+           for k, a in state.findings.items()):
+        return
+    procs = [p for p in state.procs.values() if p.comms]
+    if not procs or not all(p.init_complete for p in procs) \
+            or not any("P2P" in p.transports for p in procs):
+        return
+    _raise(state, "gpu-p2p-unsupported",
+           f"a collective timed out after all {plural(len(procs), 'process')} on this node "
+           "completed init over P2P, with no NCCL error: check PCIe ACS/IOMMU if these GPUs talk "
+           "over PCIe", procs, [p.evidence.get("init_complete") for p in procs[:2]],
+           severity="warning",
+           cause="PCIe Access Control Services (ACS) or an IOMMU (VT-d, AMD-Vi) redirect "
+                 "peer-to-peer PCIe traffic through the root complex, which hangs or slows P2P "
+                 "between GPUs (PIX/PXB/NODE in `nvidia-smi topo -m`) without any NCCL error.",
+           fix="Confirm with NCCL_P2P_DISABLE=1 (the hang goes away); then disable ACS on the PCIe "
+               "bridges (BIOS, or setpci ECAP_ACS+0x6.w=0000) and use iommu=pt or disable VT-d; "
+               "NCCL_P2P_LEVEL=NVL keeps NVLink while avoiding PCIe P2P.")
+
+
+def check_efa_fork(state: LogState) -> None:
+    """``log-efa-fork-enomem`` only stands when the job runs over EFA (libfabric/aws-ofi-nccl);
+    elsewhere an ENOMEM from Python is not NCCL's business and is dropped."""
+    if "log-efa-fork-enomem" not in state.findings:
+        return
+    words = ("libfabric", "ofi", "efa")
+    for p in state.procs.values():
+        names = [p.net_name() or "", *p.plugins]
+        if any(w in n.lower() for n in names for w in words):
+            return
+    del state.findings["log-efa-fork-enomem"]
+
+
 def check_init(state: LogState) -> None:
     """``log-init-incomplete``: Init START without COMPLETE while other ranks completed."""
     procs = list(state.procs.values())
@@ -251,11 +335,17 @@ def check_fallbacks(state: LogState) -> None:
                 acc.hosts.add(h)
 
 
-CHECKS = (check_versions, check_transports, check_interfaces, check_rdma_unused, check_gdr,
-          check_init, check_fallbacks)
+CHECKS = (check_versions, check_drivers, check_transports, check_interfaces, check_rdma_unused,
+          check_gdr, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
 
 
 def run_checks(state: LogState) -> None:
-    """Run every whole-log check, in order (the fallback check must come last)."""
+    """Run every whole-log check, in order (the fallback check must come last). A check that
+    fails is counted like a line the parser could not read, so the rest of the diagnosis stands."""
     for check in CHECKS:
-        check(state)
+        try:
+            check(state)
+        except Exception as exc:  # noqa: BLE001 - one broken check must not lose the diagnosis
+            state.parse_errors += 1
+            if state.first_parse_error is None:
+                state.first_parse_error = f"{check.__name__}: {type(exc).__name__}: {exc}"

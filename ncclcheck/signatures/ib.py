@@ -1,4 +1,5 @@
-"""InfiniBand / RoCE verbs failures: completion errors, QP setup, memlock, GDR (§5, §7, rows 10-15)."""
+"""InfiniBand / RoCE verbs failures: completion errors, QP setup, memlock, GDR, MTU, ports (§5, §7,
+rows 10-15, 22)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ncclcheck.signatures.base import (
     compile_all,
 )
 
+LOC_LEN_ERR = 1                #: IBV_WC_LOC_LEN_ERR: a message longer than the receive buffer / MTU
 _STATUS = {
     12: ("IBV_WC_RETRY_EXC_ERR", "error",
          "The transport retry counter was exhausted: the peer stopped answering. Either the peer "
@@ -34,8 +36,10 @@ _STATUS = {
 }
 
 
-def _completion_detail(m: re.Match[str]) -> Detail:
+def _completion_detail(m: re.Match[str]) -> Optional[Detail]:
     status = int(m.group("status"))
+    if status == LOC_LEN_ERR:
+        return None                      # reported as cluster-mtu-mismatch
     peer = m.group("peer")
     name, severity, cause, fix = _STATUS.get(status, (f"status {status}", "error", "", ""))
     where = f" from peer {peer}" if peer else ""
@@ -146,5 +150,54 @@ GDR_NOT_READY = Signature(
     docs=f"{NCCL_TROUBLESHOOTING} (GPU Direct); src/transport/net_ib/gdr.cc; "
          "https://github.com/NVIDIA/nccl/issues/1537")
 
-SIGNATURES = (IB_COMPLETION_ERROR, ROCE_GID_INDEX, MEMLOCK, VERBS_FAILED)
+
+
+def _mtu_detail(m: re.Match[str]) -> Detail:
+    if m.groupdict().get("status") is not None:
+        return Detail(message="IB completion error 1 (IBV_WC_LOC_LEN_ERR): a message was longer "
+                              "than the buffer or MTU the receiving side expected",
+                      variant="status 1")
+    return Detail(message="the HCA raised the asynchronous event 'local access violation work "
+                          "queue error' on a queue pair", variant="async event")
+
+
+MTU_MISMATCH = Signature(
+    id="cluster-mtu-mismatch",
+    title="IB/RoCE length or access error on a queue pair (usually an MTU mismatch)",
+    severity="error",
+    cause="The two ends of a connection disagree on the path MTU, or jumbo frames are not supported "
+          "end to end: NCCL 2.20.x stopped adjusting the remote MTU (current releases negotiate the "
+          "smaller one), and RoCE ports whose netdev MTU differs between nodes or from the switch "
+          "drop or reject the larger packets.",
+    fix="Make the MTU the same on every node and switch port (RoCE: netdev MTU 4200 gives an active "
+        "IB MTU of 4096); compare `ibv_devinfo` active_mtu on both ends and test the path with "
+        "`ping -M do -s <MTU-28> <peer>`.",
+    docs="https://github.com/NVIDIA/nccl/issues/1524; https://github.com/NVIDIA/nccl/issues/1957; "
+         "src/transport/net_ib (ncclIbAsyncThreadMain, completion status)",
+    patterns=compile_all(
+        r"Got async event : local access violation work queue error",
+        r"Got completion (?:from peer \S+? )?with (?:error |status=)(?:IBV_WC_LOC_LEN_ERR\()?"
+        r"(?P<status>1)\b"),
+    keywords=("local access violation", "Got completion"),
+    explain=_mtu_detail)
+
+PORT_ERROR = Signature(
+    id="cluster-ib-ports-down",
+    title="an RDMA port went down while NCCL was using it",
+    severity="error",
+    cause="The HCA reported the asynchronous event 'port error' (IBV_EVENT_PORT_ERR): the link of a "
+          "port NCCL uses became unavailable (cable, transceiver, switch port, or the subnet "
+          "manager). Connections over that rail fail, usually as completion errors or a timeout.",
+    fix="Check the port on the host named here (`ibstat`, `ibv_devinfo`, `mlxlink -d <dev>`), its "
+        "cable and switch port, and the subnet manager; restrict NCCL_IB_HCA to healthy ports "
+        "until it is fixed.",
+    docs="src/transport/net_ib (ncclIbAsyncThreadMain: 'Got async event'); "
+         "https://man7.org/linux/man-pages/man3/ibv_get_async_event.3.html",
+    patterns=compile_all(r"(?:(?P<dev>[\w.\-]+:\d+) )?Got async event : port error"),
+    keywords=("async event : port error",),
+    explain=lambda m: Detail(message=f"RDMA port {m.group('dev') or ''} reported 'port error' (link "
+                                     "down) during the job".replace("port  ", "port "),
+                             variant=m.group("dev") or ""))
+
+SIGNATURES = (IB_COMPLETION_ERROR, MTU_MISMATCH, PORT_ERROR, ROCE_GID_INDEX, MEMLOCK, VERBS_FAILED)
 DERIVED = (GDR_NOT_READY,)

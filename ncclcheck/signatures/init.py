@@ -1,8 +1,9 @@
-"""Whole-log verdicts: ranks that never finished init, and WARN lines nothing explains."""
+"""Whole-log verdicts: ranks that never finished init, debugging variables left set, and WARN
+lines nothing explains."""
 
 from __future__ import annotations
 
-from ncclcheck.signatures.base import NCCL_TROUBLESHOOTING, Signature
+from ncclcheck.signatures.base import NCCL_ENV, NCCL_TROUBLESHOOTING, Signature
 
 INIT_INCOMPLETE = Signature(
     id="log-init-incomplete",
@@ -24,4 +25,15 @@ UNRECOGNIZED_WARN = Signature(
     fix="Read the lines listed as evidence; search them in the NCCL issue tracker.",
     docs="https://github.com/NVIDIA/nccl/issues")
 
-DERIVED = (INIT_INCOMPLETE, UNRECOGNIZED_WARN)
+DEBUG_VARS_SET = Signature(
+    id="env-debug-vars-set",
+    title="debugging or tuning variables are set",
+    severity="info",
+    cause="NCCL's environment docs list these under 'Debugging': they pin algorithms, protocols, "
+          "channels or buffers for one experiment and 'should not be used in production nor "
+          "retained in scripts'; left set, they cost bandwidth on other sizes and topologies.",
+    fix="Unset them (and remove them from /etc/nccl.conf, ~/.nccl.conf) unless a measurement on "
+        "this cluster shows they help.",
+    docs=f"{NCCL_ENV}#debugging")
+
+DERIVED = (INIT_INCOMPLETE, DEBUG_VARS_SET, UNRECOGNIZED_WARN)

@@ -80,4 +80,19 @@ EFA_REGISTER_FAILED = Signature(
     keywords=("Unable to register memory",),
     explain=_efa_detail)
 
-SIGNATURES = (NET_PLUGIN_FAILED, EFA_REGISTER_FAILED)
+EFA_FORK_ENOMEM = Signature(
+    id="log-efa-fork-enomem",
+    title="fork() failed with ENOMEM on an EFA node (libfabric huge pages)",
+    severity="error",
+    cause="On AWS EFA, libfabric backs its buffers with huge pages; a process that forks (PyTorch "
+          "DataLoader workers, subprocess) can run out of them, and os.fork() fails with "
+          "'OSError: [Errno 12] Cannot allocate memory' although free memory looks plentiful.",
+    fix="Set FI_EFA_USE_HUGE_PAGE=0 for the job (slightly slower EFA registration), or fork the "
+        "workers before the process group and its EFA endpoints are created.",
+    docs="https://github.com/aws/aws-ofi-nccl/blob/master/doc/efa-env-var.md (FI_EFA_USE_HUGE_PAGE)",
+    patterns=compile_all(r"OSError: \[Errno 12\] Cannot allocate memory"),
+    keywords=("[Errno 12]",),
+    explain=lambda m: Detail(message="a Python call (typically os.fork) failed with ENOMEM while "
+                                     "the job runs over EFA"))
+
+SIGNATURES = (NET_PLUGIN_FAILED, EFA_REGISTER_FAILED, EFA_FORK_ENOMEM)

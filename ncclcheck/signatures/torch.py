@@ -3,22 +3,31 @@
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from ncclcheck.signatures.base import Detail, Signature, compile_all
 
 _RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d{1,9})\]")
 
 
+def _rank_of(text: str) -> Optional[int]:
+    """The rank in torch's ``[Rank 3]`` / ``[PG ID 0 PG GUID 0(default_pg) Rank 3]`` tag.
+
+    >>> _rank_of("[PG ID 0 PG GUID 0(default_pg) Rank 3] Exception"), _rank_of("x")
+    (3, None)
+    """
+    rank = _RANK.search(text)
+    return int(rank.group(1)) if rank else None
+
+
 def _watchdog_detail(m: re.Match[str]) -> Detail:
     groups = m.groupdict()
-    rank = _RANK.search(m.string)
     if groups.get("op"):
         msg = (f"collective {groups['op']} (SeqNum {groups.get('seq') or '?'}) ran for "
                f"{int(groups['ran']) // 1000} s, past its {int(groups['timeout']) // 1000} s timeout")
     else:
         msg = "the watchdog or its heartbeat monitor timed out"
-    return Detail(message=msg, rank=int(rank.group(1)) if rank else None,
-                  variant=groups.get("op") or "heartbeat")
+    return Detail(message=msg, rank=_rank_of(m.string), variant=groups.get("op") or "heartbeat")
 
 
 WATCHDOG_TIMEOUT = Signature(
@@ -49,6 +58,10 @@ _REASONS = ("unhandled system error", "internal error", "invalid usage", "invali
 
 def _call_failed_detail(m: re.Match[str]) -> Detail:
     text = m.string
+    if "detected by watchdog" in m.group(0):
+        return Detail(message="PyTorch's watchdog caught an NCCL error or timeout and the log has "
+                              "no NCCL WARN line saying why", variant="watchdog exception",
+                      rank=_rank_of(text))
     reason = next((r for r in _REASONS if r in text), None) or m.group(0)
     return Detail(message=f"an NCCL call failed ({reason.strip()[:100]}) and the log has no NCCL "
                           "WARN line saying why", variant=reason[:60])
@@ -64,12 +77,13 @@ NCCL_CALL_FAILED = Signature(
         "diagnose that log; the line after 'Last error:' in the traceback is NCCL's reason.",
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
     patterns=compile_all(r"NCCL error in: \S+, [^,]+", r"Test NCCL failure \S+ '[^']*'",
+                         r"Exception \(either an error or timeout\) detected by watchdog",
                          r"ncclCommInitRank failed: .+", r"NCCL Error \d+: .+",
                          r"\bnccl(?:SystemError|InternalError|InvalidUsage|InvalidArgument|"
                          r"RemoteError)\b"),
     keywords=("NCCL error in", "NCCL failure", "ncclCommInitRank failed", "NCCL Error",
               "ncclSystemError", "ncclInternalError", "ncclInvalidUsage", "ncclInvalidArgument",
-              "ncclRemoteError"),
+              "ncclRemoteError", "detected by watchdog"),
     explain=_call_failed_detail,
     fallback=True)
 

@@ -1,4 +1,5 @@
-"""Ranks that disagree: NCCL version, collectives, transport (§9 rows 19, 7; socketFinalizeAccept)."""
+"""Ranks that disagree: NCCL version, driver, collectives, transport (§9 rows 19, 7;
+socketFinalizeAccept)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def _wrong_type_detail(m: re.Match[str]) -> Detail:
 
 
 TRANSPORT_MISMATCH = Signature(
-    id="log-transport-mismatch",
+    id="net-transport",
     title="ranks use different network transports",
     severity="error",
     cause="NCCL picks its network per process (external plugin, then IB, then Socket); when IB or "
@@ -63,4 +64,17 @@ TRANSPORT_MISMATCH = Signature(
     keywords=("wrong type",),
     explain=_wrong_type_detail)
 
+DRIVER_MISMATCH = Signature(
+    id="cluster-driver-version-mismatch",
+    title="ranks run on different NVIDIA drivers",
+    severity="warning",
+    cause="NCCL prints cudaDriverVersion, the CUDA version the node's driver supports; ranks that "
+          "disagree run different drivers, which decide what NCCL may use on each node (cuMem, "
+          "DMA-BUF, NVLS), so nodes take different code paths.",
+    fix="Install the same NVIDIA driver (and fabric manager) version on every node; compare "
+        "`nvidia-smi --query-gpu=driver_version --format=csv` across the nodes.",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html; "
+         "src/init.cc (cudaDriverVersion)")
+
 SIGNATURES = (VERSION_MISMATCH, COLLECTIVE_MISMATCH, TRANSPORT_MISMATCH)
+DERIVED = (DRIVER_MISMATCH,)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ncclcheck.diagnose import diagnose_files
+from ncclcheck.logparse.nccl import parse_nccl_line
 from ncclcheck.logparse.prefix import parse_prefix
 from ncclcheck.signatures import BY_ID
 
@@ -23,7 +24,7 @@ REQUIRED_IDS = {
     "limits-shm-too-small", "log-no-socket-interface", "net-socket-ifname",
     "log-net-plugin-failed", "log-ib-completion-error", "ib-roce-gid-index",
     "limits-memlock-limited", "log-connection-refused", "log-duplicate-gpu",
-    "cluster-nccl-version-mismatch", "log-transport-mismatch", "log-nvls-failure",
+    "cluster-nccl-version-mismatch", "net-transport", "log-nvls-failure",
     "log-cuda-error", "log-watchdog-timeout", "nccl-ibverbs-unloadable",
     "log-silent-socket-fallback",
 }
@@ -107,3 +108,69 @@ def test_findings_cite_and_point_at_real_lines(name, docs):
         for ev in f["evidence"]:
             assert ev["file"].endswith(f"{name}.log")
             assert ev["text"].rstrip("…") in lines[ev["line"] - 1], (f["id"], ev)
+
+
+HEALTHY = [name for name in CASES if expected(name)["healthy"] and not expected(name)["expect_ids"]]
+#: How each launcher would print a line of process number ``n`` on ``host`` (NCCL >= 2.26 puts
+#: ``[%F %T] `` in front of a line when NCCL_DEBUG_TIMESTAMP_LEVELS includes its level).
+LAUNCHERS = {
+    "torchrun": lambda n, host, line: f"[rank{n}]:{line}",
+    "mpi": lambda n, host, line: f"[1,{n}]<stdout>:{line}",
+    "slurm": lambda n, host, line: f"{host}: {line}",
+    "timestamp": lambda n, host, line: f"[2025-07-21 19:05:{n % 60:02d}] {line}",
+}
+#: Per-rank facts a launcher prefix adds or renames (the launcher's rank, its host label).
+PREFIX_FACTS = ("rank", "node")
+
+
+def without(facts: dict, *keys: str) -> dict:
+    """``facts`` (or each value of a dict of facts) without ``keys``."""
+    if all(isinstance(v, dict) for v in facts.values()) and facts:
+        return {k: without(v, *keys) for k, v in facts.items()}
+    return {k: v for k, v in facts.items() if k not in keys}
+
+
+def reprefixed(name: str, launcher: str) -> str:
+    """A healthy corpus log as ``launcher`` would print it: each line keeps its own text and gets
+    the prefix of the process that printed it (lines without an NCCL header belong to the last
+    process seen, as diagnose attributes them)."""
+    out, order, last = [], {}, None
+    for line in (LOGS / f"{name}.log").read_text().splitlines():
+        _, text = parse_prefix(line)                   # drop the log's own launcher prefix
+        head = parse_nccl_line(text)
+        if head is not None and head.host and head.pid is not None:
+            last = (head.host, head.pid)
+            order.setdefault(last, len(order))
+        out.append(LAUNCHERS[launcher](order.get(last, 0), last[0] if last else "node0", text))
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("launcher", sorted(LAUNCHERS))
+@pytest.mark.parametrize("name", HEALTHY)
+def test_healthy_logs_stay_healthy_under_every_launcher(name, launcher, docs, tmp_path):
+    plain = docs[name]
+    path = tmp_path / f"{name}.{launcher}.log"
+    path.write_text(reprefixed(name, launcher))
+    doc = diagnose_files([str(path)])
+    assert doc["healthy"] and doc["findings"] == [], doc["findings"]
+    assert doc["summary"]["verdict"] == plain["summary"]["verdict"]
+    assert without(doc["hosts"], "ranks") == without(plain["hosts"], "ranks")
+    assert {r["key"]: without(r, *PREFIX_FACTS) for r in doc["ranks"]} == \
+        {r["key"]: without(r, *PREFIX_FACTS) for r in plain["ranks"]}
+    if launcher == "slurm":
+        assert all(r["node"] == r["host"] for r in doc["ranks"])
+    if launcher in ("torchrun", "mpi"):
+        assert sorted(r["rank"] for r in doc["ranks"]) == list(range(len(doc["ranks"])))
+
+
+def test_reprefixing_really_changes_the_lines():
+    """The variants above are not the plain log in disguise."""
+    name = HEALTHY[0]
+    plain = (LOGS / f"{name}.log").read_text()
+    for launcher in LAUNCHERS:
+        text = reprefixed(name, launcher)
+        assert text != plain
+        # every line carries a prefix the parser sees (a ``host: `` label only counts in front of
+        # an NCCL header, so that ``RuntimeError: ...`` is not taken for a host)
+        assert all(parse_prefix(line)[0] != parse_prefix("")[0] for line in text.splitlines()
+                   if launcher != "slurm" or parse_nccl_line(line)), launcher

@@ -105,7 +105,7 @@ def test_no_device_on_a_cloud_vm_is_nothing():
 def test_transport_disagreement_between_hosts():
     doc = diagnose_lines("a:1:1 [0] NCCL INFO Using network IB", "b:2:2 [0] NCCL INFO Using network Socket",
                          "c:3:3 [0] NCCL INFO Using network IBext_v8")
-    f = by_id(doc, "log-transport-mismatch")
+    f = by_id(doc, "net-transport")
     assert "ib on a, c" in f["message"] and "socket on b" in f["message"]
 
 
@@ -204,7 +204,7 @@ def test_rdma_on_another_host_does_not_count():
                          "a:1:1 [0] NCCL INFO Using network IB",
                          "b:2:2 [0] NCCL INFO NET/IB : No device found.",
                          "b:2:2 [0] NCCL INFO Using network Socket")
-    assert ids(doc) == {"log-transport-mismatch"}
+    assert ids(doc) == {"net-transport"}
 
 
 def test_host_less_rdma_hint_counts_on_a_single_host_log():
@@ -212,3 +212,88 @@ def test_host_less_rdma_hint_counts_on_a_single_host_log():
                          "[1,0]<stdout>:w:5:5 [0] NCCL INFO NET/IB : No device found.",
                          "[1,0]<stdout>:w:5:5 [0] NCCL INFO Using network Socket")
     assert ids(doc) == {"log-silent-socket-fallback"}
+
+
+def test_ranks_on_different_drivers_are_named():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO cudaDriverVersion 12020",
+                         "a:1:1 [0] NCCL INFO Using network Socket",
+                         "b:2:2 [0] NCCL INFO cudaDriverVersion 12040",
+                         "b:2:2 [0] NCCL INFO Using network Socket")
+    f = by_id(doc, "cluster-driver-version-mismatch")
+    assert f["severity"] == "warning" and "12.2 (a)" in f["message"] and "12.4 (b)" in f["message"]
+    assert [e["line"] for e in f["evidence"]] == [1, 3] and f["hosts"] == ["a", "b"]
+    same = diagnose_lines("a:1:1 [0] NCCL INFO cudaDriverVersion 12040",
+                          "b:2:2 [0] NCCL INFO cudaDriverVersion 12040")
+    assert ids(same) == set()
+
+
+def test_debugging_variables_are_an_info_note_not_a_problem():
+    doc = diagnose_lines("a:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Ring",
+                         "a:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0",
+                         "a:1:1 [0] NCCL INFO Using network Socket")
+    f = by_id(doc, "env-debug-vars-set")
+    assert f["severity"] == "info" and f["message"].startswith("NCCL_ALGO=Ring set on 1 process")
+    assert f["evidence"][0]["line"] == 1 and doc["healthy"]
+
+
+def _single_node_job(*extra: str) -> dict:
+    lines = []
+    for r in range(2):
+        h = f"[rank{r}]:gpu1:{10 + r}:{10 + r} [{r}] NCCL INFO"
+        lines += [f"{h} comm 0x{r}a rank {r} nranks 2 cudaDev {r} busId {r}1000 - Init START",
+                  f"{h} Channel 00/0 : {r}[{r}] -> {1 - r}[{1 - r}] via P2P/IPC",
+                  f"{h} comm 0x{r}a rank {r} nranks 2 cudaDev {r} busId {r}1000 - Init COMPLETE"]
+    lines += [f"[rank{r}]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught "
+              "collective operation timeout: WorkNCCL(SeqNum=8, OpType=ALLREDUCE, NumelIn=98, "
+              "NumelOut=98, Timeout(ms)=600000) ran for 600020 milliseconds before timing out."
+              for r in range(2)]
+    return diagnose_lines(*lines, *extra)
+
+
+def test_a_silent_hang_over_p2p_after_init_points_at_acs():
+    doc = _single_node_job()
+    f = by_id(doc, "gpu-p2p-unsupported")
+    assert f["severity"] == "warning" and "ACS" in f["cause"] and "NCCL_P2P_DISABLE=1" in f["fix"]
+    assert ids(doc) == {"log-watchdog-timeout", "gpu-p2p-unsupported"}
+    assert f["evidence"][0]["text"].endswith("Init COMPLETE")
+
+
+def test_no_acs_hint_when_nccl_said_what_failed_or_nodes_talk():
+    errored = _single_node_job("gpu1:10:10 [0] transport/shm.cc:1 NCCL WARN Cuda failure 217 "
+                               "'peer access is not supported between these two devices'")
+    assert "gpu-p2p-unsupported" not in ids(errored)
+    two_nodes = _single_node_job("[rank1]:gpu2:30:30 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>")
+    assert "gpu-p2p-unsupported" not in ids(two_nodes)
+
+
+def test_enomem_counts_only_on_efa():
+    line = "OSError: [Errno 12] Cannot allocate memory"
+    assert ids(diagnose_lines("a:1:1 [0] NCCL INFO Using network Socket", line)) == set()
+    efa = diagnose_lines("a:1:1 [0] NCCL INFO Using network AWS Libfabric", line)
+    assert ids(efa) == {"log-efa-fork-enomem"}
+    assert "FI_EFA_USE_HUGE_PAGE=0" in by_id(efa, "log-efa-fork-enomem")["fix"]
+
+
+def test_a_check_that_breaks_is_counted_not_raised(monkeypatch):
+    from ncclcheck.signatures import derived
+
+    def broken(state):
+        raise ValueError("boom")
+
+    monkeypatch.setattr(derived, "CHECKS", (broken,) + derived.CHECKS)
+    state = LogState()
+    state.feed("a:1:1 [0] NCCL INFO Using network Socket", "t.log", 1)
+    run_checks(state)
+    doc = build_document(state, [])
+    assert doc["parser"] == {"errors": 1, "first_error": "broken: ValueError: boom"}
+
+
+def test_pdsh_traceback_lines_are_attributed_to_their_host():
+    doc = diagnose_lines(
+        "w1: w1:100:100 [0] NCCL INFO Using network IB",
+        "w2: w2:200:200 [0] NCCL INFO Using network IB",
+        "w2: RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1191, unhandled system error, "
+        "NCCL version 2.18.1",
+        "w1: epoch 1 done")
+    f = by_id(doc, "log-nccl-call-failed")
+    assert f["hosts"] == ["w2"] and doc["summary"]["processes"] == 2

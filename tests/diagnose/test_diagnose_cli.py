@@ -107,3 +107,32 @@ def test_diagnose_never_imports_torch():
             "from ncclcheck.diagnose import diagnose_files; "
             f"diagnose_files([{str(FAILING)!r}]); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_corrupt_gzip_is_bad_input_naming_the_file(tmp_path, console, capsys):
+    bad = tmp_path / "job.log.gz"
+    bad.write_bytes(b"\x1f\x8b" + b"x" * 40)
+    assert run([str(bad)], console) == 2
+    err = capsys.readouterr().err
+    assert err.strip().startswith(f"ncclcheck: error: {bad}: not a readable gzip file (")
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+def test_truncated_gzip_keeps_what_was_read_and_says_so(tmp_path, console, capsys):
+    text = (FAILING.read_text() + "".join(f"epoch {i} loss 0.{i:04d}\n" for i in range(60000))
+            ).encode()
+    packed = gzip.compress(text)
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(packed[: len(packed) // 2])
+    assert run([str(cut), "--json"], console) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "end-of-stream" in doc["inputs"][0]["error"]
+    assert doc["findings"][0]["id"] == "log-ib-completion-error"
+    assert run([str(cut)], console) == 0
+    assert "the diagnosis covers what was read" in console.file.getvalue()
+
+
+def test_terminal_lists_the_variables_nccl_reports(console):
+    assert run([str(HEALTHY)], console) == 0
+    text = console.file.getvalue()
+    assert "NCCL variables" in text and "NCCL_IB_HCA" in text and "mlx5_0" in text

@@ -55,3 +55,11 @@ def test_text_that_is_not_a_prefix_is_kept(line):
 def test_srun_label_on_a_traceback_is_a_rank():
     prefix, rest = parse_prefix("3: Traceback (most recent call last):")
     assert prefix.rank == 3 and rest.startswith("Traceback")
+
+
+def test_a_known_host_label_counts_before_plain_text_too():
+    line = "worker-1: Traceback (most recent call last):"
+    assert parse_prefix(line)[0].host is None                     # unknown: stays text
+    prefix, rest = parse_prefix(line, hosts={"worker-1"})
+    assert prefix.host == "worker-1" and rest == "Traceback (most recent call last):"
+    assert parse_prefix("RuntimeError: x", hosts={"worker-1"})[0].host is None

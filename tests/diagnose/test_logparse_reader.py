@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import random
+import zlib
 
 import pytest
 
@@ -69,10 +70,24 @@ def test_stdin_stream_is_read_and_not_closed():
     assert not stdin.closed
 
 
-def test_tiny_inputs():
-    for data in (b"", b"\n", b"\x1f", b"\x1f\x8b"):
-        with open_source("-", io.BytesIO(data)) as src:
-            list(iter_lines(src.stream, src.stats))
+@pytest.mark.parametrize("data, lines, kept, gzipped, error", [
+    (b"", 0, [], False, None),
+    (b"\n", 1, [], False, None),                       # an empty line is counted, not kept
+    (b"\x1f", 1, [(1, b"\x1f")], False, None),           # half a gzip magic is text
+    (b"\x1f\x8b", 0, [], True, "end-of-stream"),        # all magic, no stream
+])
+def test_tiny_inputs(data, lines, kept, gzipped, error):
+    with open_source("-", io.BytesIO(data)) as src:
+        got = list(iter_lines(src.stream, src.stats))
+    assert (got, src.stats.lines, src.stats.gzip) == (kept, lines, gzipped)
+    assert (error in src.stats.error) if error else src.stats.error is None
+
+
+def test_a_gzip_header_alone_on_stdin_is_bad_input():
+    from ncclcheck.diagnose import diagnose_files
+
+    with pytest.raises(BadInput, match=r"^<stdin>: not a readable gzip file \("):
+        diagnose_files(["-"], stdin=io.BytesIO(b"\x1f\x8b"))
 
 
 def test_unreadable_inputs_are_one_line_errors(tmp_path):
@@ -80,3 +95,18 @@ def test_unreadable_inputs_are_one_line_errors(tmp_path):
         open_source("/nonexistent.log")
     with pytest.raises(BadInput, match="is a directory"):
         open_source(str(tmp_path))
+
+
+def test_a_truncated_gzip_gives_every_line_before_the_break(tmp_path):
+    text = b"".join(b"rank %d line %d\n" % (i % 8, i) for i in range(200_000))
+    packed = gzip.compress(text)
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(packed[: len(packed) // 2])
+    decodable = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(packed[: len(packed) // 2])
+    with open_source(str(path)) as src:
+        lines = [line for _, line in iter_lines(src.stream, src.stats)]
+    assert "end-of-stream" in src.stats.error
+    assert src.stats.bytes == len(decodable) > CHUNK_BYTES      # nothing decoded is lost
+    whole = text.split(b"\n")
+    assert lines[:-1] == whole[:len(lines) - 1]     # the last line is cut where the file is
+    assert whole[len(lines) - 1].startswith(lines[-1])

@@ -5,7 +5,9 @@ Chromium comes from Debian (``apt-get install chromium``, in scripts/install-tes
 messages reach stderr through ``--enable-logging=stderr`` as ``...:CONSOLE:<line>] "..."``; the
 page's Content-Security-Policy (``default-src 'none'``) turns any attempted request into such a
 message, so "no console message" also means "no request". The negative controls show that the
-console check and the pixel check do fail on a page that breaks those rules.
+console check and the pixel check do fail on a page that breaks those rules: no chart, a chart
+without lines, dots without lines, lines off the plot, no link-rate line. A last test measures the
+laid-out page (in a copy with a probe script) so that nothing scrolls sideways at 1280 px.
 """
 
 from __future__ import annotations
@@ -84,36 +86,126 @@ def test_full_report_renders_with_its_chart_and_a_clean_console(tmp_path):
     assert 'id="nodes"' in dom
 
 
-def test_screenshot_shows_the_chart(tmp_path):
-    """The bench page's chart is drawn: each line's colour and the dashed link rate are pixels."""
-    page = write_page(tmp_path, [str(REPORTS / "roce-compare" / "bench-compare.json")],
-                      "bench.html")
-    shot = tmp_path / "report.png"
+def chart_problems(shot: Path, series: int) -> list[str]:
+    """What is missing from a screenshot of a page with one bandwidth chart.
+
+    A line is drawn when its colour covers at least :data:`LINE_COLUMNS` pixel columns: the
+    legend swatch of a series covers 22 and its dots alone about 150, a polyline across the plot
+    some 400 to 800. The link rate is drawn when one pixel row holds :data:`REFERENCE_RUN` pixels
+    of its colour: its dashed line does (about 480), its label and the page's grey text do not.
+    """
+    width, _, bpp, rows = read_png(shot)
+    wanted = {colour: rgb(colour) for colour in (*PALETTE[:series], REFERENCE_COLOUR)}
+    columns: dict[str, set[int]] = {c: set() for c in wanted}
+    longest_row = 0
+    for row in rows:
+        for colour, value in wanted.items():
+            needle, at, hits = bytes(value), row.find(bytes(value)), 0
+            while at != -1:
+                if at % bpp == 0:
+                    columns[colour].add(at // bpp)
+                    hits += colour == REFERENCE_COLOUR
+                at = row.find(needle, at + 1)
+            longest_row = max(longest_row, hits)
+    problems = [f"series colour {c} covers {len(columns[c])} columns, not a line"
+                for c in PALETTE[:series] if len(columns[c]) < LINE_COLUMNS]
+    if longest_row < REFERENCE_RUN:
+        problems.append(f"no dashed link-rate line (longest run of {REFERENCE_COLOUR}: "
+                        f"{longest_row} pixels in a row)")
+    return problems
+
+
+LINE_COLUMNS = 300
+REFERENCE_RUN = 200
+BENCH = REPORTS / "roce-compare" / "bench-compare.json"
+
+
+def screenshot(tmp_path: Path, page: Path, name: str) -> Path:
+    shot = tmp_path / name
     out = chromium(tmp_path, page, "--hide-scrollbars", "--window-size=1280,2000",
                    f"--screenshot={shot}")
     assert out.returncode == 0 and shot.exists(), out.stderr[-2000:]
     assert console_lines(out.stderr) == []
+    return shot
+
+
+def test_screenshot_shows_the_chart(tmp_path):
+    """The bench page's chart is drawn: each run's line and the dashed link rate are pixels."""
+    page = write_page(tmp_path, [str(BENCH)], "bench.html")
+    shot = screenshot(tmp_path, page, "report.png")
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copyfile(shot, ARTIFACTS / "report-screenshot.png")
     shutil.copyfile(page, ARTIFACTS / "report-screenshot.html")
     width, height, _, _ = read_png(shot)
     assert (width, height) == (1280, 2000) and shot.stat().st_size > 20_000
-    seen = colours(shot)
-    assert len(seen) > 200, "a page, not a blank screen"
-    for colour in PALETTE[:3]:
-        assert seen[rgb(colour)] > 50, f"series colour {colour} is not drawn"
-    assert seen[rgb(REFERENCE_COLOUR)] > 50, "link-rate line is not drawn"
+    assert len(colours(shot)) > 200, "a page, not a blank screen"
+    assert chart_problems(shot, series=3) == []
+
+
+#: Ways a chart can break while the page around it still renders.
+BROKEN_CHARTS = {
+    "no lines": lambda html: re.sub(r'<g class="series".*?</g>', "", html, flags=re.S),
+    "dots without lines": lambda html: re.sub(r"<polyline[^>]*/>", "", html),
+    "no link rate": lambda html: re.sub(r'<g class="reference">.*?</g>', "", html, flags=re.S),
+    "points off the plot": lambda html: re.sub(r'points="[^"]*"', 'points="-50,-50 -40,-40"',
+                                               html),
+}
+
+
+@pytest.mark.parametrize("how", sorted(BROKEN_CHARTS))
+def test_negative_control_a_broken_chart_fails_the_pixel_check(tmp_path, how):
+    """The check above does fail on a chart that is broken but still leaves legend, dots or
+    title on the page."""
+    html = write_page(tmp_path, [str(BENCH)], "bench.html").read_text()
+    broken = BROKEN_CHARTS[how](html)
+    assert broken != html
+    page = tmp_path / "broken.html"
+    page.write_text(broken)
+    assert chart_problems(screenshot(tmp_path, page, "broken.png"), series=3) != []
 
 
 def test_negative_controls_the_checks_catch_a_broken_page(tmp_path):
-    """A page without a chart has none of the series pixels; a page that fetches logs errors."""
+    """A page without a chart fails the pixel check; a page that fetches or errors fails the
+    console check."""
     page = write_page(tmp_path, documents("cloud-vm"), "nochart.html")
-    shot = tmp_path / "nochart.png"
-    out = chromium(tmp_path, page, "--window-size=1280,2000", f"--screenshot={shot}")
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert colours(shot)[rgb(PALETTE[1])] < 10
+    assert len(chart_problems(screenshot(tmp_path, page, "nochart.png"), series=3)) == 4
     bad = tmp_path / "bad.html"
     bad.write_text(page.read_text().replace(
         "</body>", '<img src="http://198.18.0.1/x.png"><script>missing()</script></body>'))
     lines = console_lines(chromium(tmp_path, bad, "--dump-dom").stderr)
     assert any("198.18.0.1" in line for line in lines) and len(lines) >= 2
+
+
+#: Measures, after layout, which scroll boxes, code blocks and charts are wider than the page.
+OVERFLOW_PROBE = """<script>
+window.addEventListener('load', () => {
+  const wide = [];
+  document.querySelectorAll('.scroll, pre, figure.chart').forEach(el => {
+    if (el.scrollWidth > el.clientWidth + 1)
+      wide.push(((el.closest('section') || {}).id || '?') + ' ' + el.scrollWidth + '>' + el.clientWidth);
+  });
+  document.body.setAttribute('data-overflow', wide.join('; ') || 'none');
+});
+</script></body>"""
+
+
+def overflowing(tmp_path: Path, html: str) -> str:
+    """What needs a horizontal scrollbar at 1280 px (the probe needs scripts: a test copy of the
+    page without its Content-Security-Policy)."""
+    probe = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", html)
+    page = tmp_path / "probe.html"
+    page.write_text(probe.replace("</body>", OVERFLOW_PROBE))
+    dom = chromium(tmp_path, page, "--window-size=1280,2000", "--dump-dom").stdout
+    found = re.search(r'data-overflow="([^"]*)"', dom)
+    assert found, dom[-2000:]
+    return found.group(1).replace("&gt;", ">")
+
+
+def test_full_report_fits_a_laptop_screen(tmp_path):
+    """At 1280 px nothing of the full report scrolls sideways: long NCCL_IB_HCA lists wrap
+    instead of pushing the reasons off the page."""
+    html = write_page(tmp_path, documents("h100-ib"), "h100-ib.html").read_text()
+    assert overflowing(tmp_path, html) == "none"
+    # negative control: without the wrapping rules the env table does overflow
+    unwrapped = re.sub(r"\.envvars td:nth-child\(\d\) \{[^}]*\}", "", html)
+    assert unwrapped != html and overflowing(tmp_path, unwrapped).startswith("env ")

@@ -155,8 +155,13 @@ def hostile_set(tmp_path):
     facts["findings"][0]["docs"] = 'javascript:alert(1)" onmouseover="x'
     bench = json.loads(open(documents("h100-ib")[0]).read())
     bench["nodes"] = [HOSTILE]
+    bench["env"] = {"NCCL_SOCKET_IFNAME": HOSTILE}
+    rec = json.loads(open(next(d for d in documents("h100-ib") if "recommendation" in d)).read())
+    var = next(iter(rec["env"]))
+    rec["env"][var] = HOSTILE                    # an env value with HTML in it
+    rec["reasons"][var] = [{"rule": "r", "message": HOSTILE, "why": HOSTILE, "docs": ""}]
     paths = []
-    for i, doc in enumerate((facts, bench)):
+    for i, doc in enumerate((facts, bench, rec)):
         path = tmp_path / f"{i}.json"
         path.write_text(json.dumps(doc))
         paths.append(str(path))
@@ -166,14 +171,35 @@ def hostile_set(tmp_path):
 def test_html_escapes_document_text_everywhere_including_the_svg(tmp_path):
     page = report.make_report(hostile_set(tmp_path), "html", generated_at="T")
     assert "<script" not in page and "&lt;script&gt;" in page
+    env = page[page.index('<section id="env">'):]
+    env = env[:env.index("</section>")]
+    assert env.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 3    # file, value, reason
     assert 'onmouseover="x' not in page and 'href="javascript' not in page
     svg = page[page.index("<svg"):page.index("</svg>")]
     assert "&lt;script&gt;" in svg
 
 
+def outside_code_fences(md: str) -> str:
+    """The Markdown without its fenced code blocks (GitHub shows those literally)."""
+    out, fence = [], None
+    for line in md.splitlines():
+        marker = re.match(r"(`{3,}|~{3,})", line)
+        if fence is None and marker:
+            fence = marker.group(1)
+        elif fence is not None and line.strip() == fence:
+            fence = None
+        elif fence is None:
+            out.append(line)
+    assert fence is None, "an unclosed code fence swallows the rest of the page"
+    return "\n".join(out)
+
+
 def test_markdown_keeps_document_text_inert(tmp_path):
-    md = report.make_report(hostile_set(tmp_path), "md", generated_at="T")
+    full = report.make_report(hostile_set(tmp_path), "md", generated_at="T")
+    md = outside_code_fences(full)
     assert "<script>" not in md and "&lt;script&gt;" in md
+    # the env file block quotes the value recommend refused, as text, inside its fence
+    assert "NOT SET" in full and md.count("&lt;script&gt;") > 5
     assert "\n# heading" not in md and "<javascript:" not in md and "](javascript:" not in md
     row = next(line for line in md.splitlines() if line.startswith("| &lt;script&gt;"))
     assert row.startswith("| &lt;script&gt;alert(1)&lt;/script&gt; \\| `x` *y* |"), row
@@ -248,3 +274,27 @@ def test_a_large_cluster_keeps_its_outliers_in_view(tmp_path):
     assert nodes["details_left_out"] == 78
     assert nodes["differences"][0] == {"host": "node-070", "what": "port mlx5_5:1",
                                        "detail": "state DOWN, rate 10 Gb/sec (4X)"}
+
+
+def test_a_report_of_logs_alone_names_their_hosts_and_versions(tmp_path):
+    """Only diagnoses: the glance still counts the hosts and NCCL versions the logs show, and a
+    log without NCCL output says so instead of '0 findings'."""
+    import io
+    from pathlib import Path
+
+    from ncclcheck.diagnose import diagnose_files
+    from ncclcheck.schema import dump
+
+    logs = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+    mixed = tmp_path / "mixed.json"
+    dump(diagnose_files([str(logs / "version-mismatch-plugin-too-old.log")]), mixed)
+    empty = tmp_path / "empty.json"
+    dump(diagnose_files(["-"], stdin=io.BytesIO(b"")), empty)
+    view = report.build_view(report.load_documents([str(mixed), str(empty)]), generated_at="T")
+    ov = view["overview"]
+    assert ov["nodes"] == ["instance-8g-96c-1", "instance-8g-96c-4"]
+    assert ov["nccl_versions"] == ["2.14.3", "2.19.3"]
+    assert [d["status"] for d in ov["diagnoses"]] == ["2 findings", "no NCCL output"]
+    assert view["title"] == "NCCL report: 2 nodes (instance-8g-96c-1, instance-8g-96c-4)"
+    page = report.render(view, "html")
+    assert "(1 occurrence in the log)" in page and "(1 occurrences" not in page
