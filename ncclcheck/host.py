@@ -4,7 +4,11 @@ A probe never calls ``open``, ``os.listdir`` or ``subprocess`` itself. It asks a
 
 * ``read(path)`` / ``listdir(path)`` / ``exists(path)`` / ``readlink(path)``: files under the
   host's root. Paths are written as on the machine (``"sys/class/net"`` or ``"/sys/class/net"``);
-  both mean ``<root>/sys/class/net``. A path that would leave the root reads as missing.
+  both mean ``<root>/sys/class/net``. A path that would leave the root reads as missing, and
+  symbolic links under a root other than ``/`` are followed inside it, as the machine itself
+  would (an absolute link target starts at the root). Only regular files are read, at most
+  :data:`MAX_READ_BYTES` of each: a FIFO, socket or device reads as missing, so a planted FIFO
+  cannot block the probe.
 * ``run(argv)``: a command, as an argv list (never a shell string), with a timeout.
 * ``query(name, *args)``: a native call that is neither a file nor a command (NVML, ``dlopen`` of
   libnccl). The callables live in :mod:`ncclcheck.native`; their answers are plain JSON.
@@ -27,11 +31,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import subprocess
-import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 #: Environment variables a probe may copy, besides the prefixes below. Launcher and scheduler
 #: variables tell ``host`` which context it runs in; the library paths decide which libnccl loads.
@@ -54,6 +58,40 @@ ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_NCCL_")
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_READ_BYTES = 4 * 1024 * 1024
+
+
+#: Symbolic links followed for one path before giving up (the kernel's MAXSYMLINKS).
+MAX_SYMLINK_HOPS = 40
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = MAX_READ_BYTES) -> str | None:
+    """Text of a regular file (its first ``limit`` bytes), or None when it cannot be read.
+
+    None also for anything that is not a regular file: opening a FIFO blocks until a writer comes
+    and a device may never end, so neither is read. The file is opened non-blocking and checked
+    with ``fstat`` (no race between a check and the open). /proc and /sys attributes are regular
+    files; they are read in small chunks because some refuse one large read (ENOMEM).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        size = 0
+        while size < limit:
+            chunk = os.read(fd, min(65536, limit - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="replace")
 
 
 def env_allowed(name: str) -> bool:
@@ -139,6 +177,53 @@ def rel(path: str) -> str:
     return norm.lstrip("/")
 
 
+def follow_links(path: str, readlink: Callable[[str], str | None],
+                 follow_last: bool = True) -> str | None:
+    """Resolve the symbolic links of a machine path as a process chrooted at the root would.
+
+    ``readlink(p)`` answers the target of the root-relative path ``p``, or None when it is not
+    a link. An absolute target starts again at the root and ``..`` stops at it. Returns the
+    root-relative result, or None after :data:`MAX_SYMLINK_HOPS` links (a loop).
+
+    >>> links = {"lib": "usr/lib", "usr/lib/libnccl.so.2": "/opt/nccl/libnccl.so.2.21.5",
+    ...          "loop": "loop"}
+    >>> follow_links("/lib/libnccl.so.2", links.get), follow_links("../../lib", links.get)
+    ('opt/nccl/libnccl.so.2.21.5', 'usr/lib')
+    >>> follow_links("lib", links.get, follow_last=False), follow_links("loop", links.get)
+    ('lib', None)
+    """
+    todo = [p for p in path.split("/") if p]
+    done: list[str] = []
+    hops = 0
+    while todo:
+        part = todo.pop(0)
+        if part == ".":
+            continue
+        if part == "..":
+            if done:
+                done.pop()
+            continue
+        target = readlink("/".join(done + [part])) if todo or follow_last else None
+        if target is None:
+            done.append(part)
+            continue
+        hops += 1
+        if hops > MAX_SYMLINK_HOPS:
+            return None
+        if target.startswith("/"):
+            done = []
+        todo = [p for p in target.split("/") if p] + todo
+    return "/".join(done)
+
+
+def _inside(path: str) -> str | None:
+    """:func:`rel`, or None for a path that leaves the root."""
+    try:
+        return rel(path)
+    except ValueError:
+        return None
+
+
 def command_key(argv: list[str] | tuple[str, ...]) -> str:
     """A file-name-safe key for a command, used to store and replay its output.
 
@@ -180,37 +265,40 @@ class LiveHost:
         self.root = os.path.abspath(root)
         self.sources: list[str] = []
         self._env = os.environ if env is None else env
+        # Under "/" the kernel resolves links; under any other root we do, so that they stay in it.
+        self._chroot = self.root != "/"
 
     # -- files ---------------------------------------------------------------------------------
-    def _path(self, path: str) -> str | None:
+    def _path(self, path: str, follow_last: bool = True) -> str | None:
+        """The real path of a machine path under the root; None when it would leave the root."""
         try:
-            return os.path.join(self.root, rel(path))
+            relpath = rel(path)
         except ValueError:
             return None
+        if not self._chroot:
+            return os.path.join(self.root, relpath)
+        return self._resolve(relpath, follow_last)
+
+    def _resolve(self, relpath: str, follow_last: bool) -> str | None:
+        """Follow symbolic links without leaving the root (see :func:`follow_links`)."""
+        def readlink(link: str) -> str | None:
+            here = os.path.join(self.root, link)
+            return os.readlink(here) if os.path.islink(here) else None
+
+        try:
+            inside = follow_links(relpath, readlink, follow_last)
+        except OSError:
+            return None
+        return None if inside is None else os.path.join(self.root, inside)
 
     def _touch(self, what: str) -> None:
         self.sources.append(what)
 
     def read(self, path: str) -> str | None:
-        """Text of a file under the root, or None when missing or unreadable."""
+        """Text of a regular file under the root, or None when missing or unreadable."""
         real = self._path(path)
         self._touch("/" + rel(path) if real else path)
-        if real is None:
-            return None
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            with open(real, "rb") as f:
-                # Read in small chunks: /proc/sys files refuse one large read (ENOMEM).
-                while size < MAX_READ_BYTES:
-                    chunk = f.read(65536)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    size += len(chunk)
-        except (OSError, ValueError):
-            return None
-        return b"".join(chunks).decode("utf-8", errors="replace")
+        return read_regular(real) if real is not None else None
 
     def listdir(self, path: str) -> list[str]:
         """Sorted names in a directory under the root; [] when missing."""
@@ -234,7 +322,7 @@ class LiveHost:
 
     def readlink(self, path: str) -> str | None:
         """The target of a symbolic link, as stored; None when it is not a link."""
-        real = self._path(path)
+        real = self._path(path, follow_last=False)
         if real is None:
             return None
         try:
@@ -274,10 +362,31 @@ class LiveHost:
 
 
 def _load_json(path: Path, default: Any) -> Any:
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError:
+    """A JSON file of a recording; ``default`` when absent. Raises ValueError when unreadable."""
+    if not os.path.lexists(path):
         return default
+    text = read_regular(path)
+    if text is None:
+        raise ValueError(f"{path}: not a readable regular file")
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+
+
+def _load_table(path: Path, values: tuple[type, ...]) -> dict[str, Any]:
+    """A recording's ``{path: value}`` table, checked, so that bad files fail at load time."""
+    from ncclcheck.errors import BadInput
+
+    try:
+        data = _load_json(path, {})
+    except ValueError as exc:
+        raise BadInput(f"recording {exc}") from None
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, values) for k, v in data.items()):
+        names = " or ".join("null" if t is type(None) else t.__name__ for t in values)
+        raise BadInput(f"recording {path}: expected an object of {names} values")
+    return data
 
 
 class RecordedHost:
@@ -305,68 +414,90 @@ class RecordedHost:
             raise FileNotFoundError(f"no recording folder {folder}")
         self.root = str(self.folder / "root")
         self.sources: list[str] = []
-        self.links: dict[str, str] = _load_json(self.folder / "links.json", {})
-        self.listings: dict[str, list[str]] = _load_json(self.folder / "listings.json", {})
-        self.paths: dict[str, str | None] = _load_json(self.folder / "paths.json", {})
+        self.links: dict[str, str] = _load_table(self.folder / "links.json", (str,))
+        self.listings: dict[str, list[str]] = {
+            k: [str(n) for n in v]
+            for k, v in _load_table(self.folder / "listings.json", (list,)).items()}
+        self.paths: dict[str, str | None] = _load_table(self.folder / "paths.json",
+                                                        (str, type(None)))
+        self.env: dict[str, str] = {k: str(v) for k, v in _load_table(
+            self.folder / "environ.json", (str, int, float)).items()}
         self._files = LiveHost(self.root, env={})
 
     def _touch(self, what: str) -> None:
         self.sources.append(what)
 
     def read(self, path: str) -> str | None:  # noqa: D102
-        self._touch("/" + rel(path))
-        return self._files.read(path)
+        key = _inside(path)
+        self._touch(path if key is None else "/" + key)
+        return None if key is None else self._files.read(key)
 
     def listdir(self, path: str) -> list[str]:  # noqa: D102
-        key = rel(path)
+        key = _inside(path)
+        if key is None:
+            return []
         if key in self.listings:
             return sorted(self.listings[key])
-        names = set(self._files.listdir(path))
+        names = set(self._files.listdir(key))
         prefix = key + "/" if key else ""
         names.update(k[len(prefix):].split("/", 1)[0] for k in self.links
                      if k.startswith(prefix) and k != key)
         return sorted(n for n in names if n)
 
     def exists(self, path: str) -> bool:  # noqa: D102
-        key = rel(path)
+        key = _inside(path)
+        if key is None:
+            return False
         if key in self.paths:
             return self.paths[key] is not None
-        return key in self.links or self._files.exists(path) or bool(self.listdir(path))
+        return key in self.links or self._files.exists(key) or bool(self.listdir(key))
 
     def isdir(self, path: str) -> bool:  # noqa: D102
-        key = rel(path)
+        key = _inside(path)
+        if key is None:
+            return False
         if key in self.paths:
             return self.paths[key] == "dir"
-        return self._files.isdir(path) or key in self.listings
+        return self._files.isdir(key) or key in self.listings
 
     def readlink(self, path: str) -> str | None:  # noqa: D102
-        return self.links.get(rel(path)) or self._files.readlink(path)
+        key = _inside(path)
+        if key is None:
+            return None
+        return self.links.get(key) or self._files.readlink(key)
 
     def run(self, argv: list[str], timeout: float = DEFAULT_TIMEOUT_S) -> CommandResult:  # noqa: D102
         key = command_key(argv)
         self._touch("$ " + " ".join(argv))
         out_file = self.folder / "commands" / f"{key}.txt"
-        meta = _load_json(self.folder / "commands" / f"{key}.json", None)
-        if meta is None and not out_file.exists():
+        try:
+            meta = _load_json(self.folder / "commands" / f"{key}.json", None)
+        except ValueError as exc:
+            return CommandResult(tuple(argv), None, "", f"recorded result unusable: {exc}")
+        stdout = read_regular(out_file)
+        if meta is None and stdout is None:
             return CommandResult(tuple(argv), None, "", f"{argv[0]}: not found")
-        meta = meta or {}
-        stdout = out_file.read_text(errors="replace") if out_file.exists() else ""
-        return CommandResult(tuple(argv), meta.get("returncode", 0), stdout,
-                             meta.get("stderr", ""), bool(meta.get("timed_out")))
+        meta = meta if isinstance(meta, dict) else {}
+        code = meta.get("returncode", 0)
+        return CommandResult(tuple(argv), code if isinstance(code, int) else None, stdout or "",
+                             str(meta.get("stderr") or ""), bool(meta.get("timed_out")))
 
     def query(self, name: str, *args: Any) -> Any:  # noqa: D102
         self._touch(f"query {name}")
         for key in (query_key(name, args), name):
             path = self.folder / "queries" / f"{file_key(key)}.json"
-            if path.exists():
-                answer = json.loads(path.read_text())
+            if os.path.lexists(path):
+                try:
+                    answer = _load_json(path, None)
+                except ValueError as exc:
+                    raise QueryFailed(f"{name}: recorded answer unusable: {exc}") from None
                 if isinstance(answer, dict) and "__error__" in answer:
                     raise QueryFailed(answer["__error__"])
                 return answer
         raise QueryFailed(f"{name}: not recorded")
 
     def environ(self) -> dict[str, str]:  # noqa: D102
-        return filter_environ(_load_json(self.folder / "environ.json", {}))
+        return filter_environ(self.env)
 
 
 class RecordingHost(LiveHost):
@@ -442,8 +573,14 @@ class RecordingHost(LiveHost):
         return env
 
     def save(self, folder: str | Path, scrub: Any = None) -> Path:
-        """Write the recording into ``folder`` in :class:`RecordedHost`'s layout."""
+        """Write the recording into ``folder`` in :class:`RecordedHost`'s layout.
+
+        ``scrub`` is a ``str -> str`` function; when it also has ``file(path, text)`` (as
+        :class:`ncclcheck.record.Scrubber` does), recorded files go through that, so that it can
+        decode formats that hide identifiers (hex addresses in ``/proc/net/route``).
+        """
         clean = scrub or (lambda s: s)
+        clean_file = getattr(scrub, "file", None) or (lambda path, text: clean(text))
 
         def dump(path: Path, data: Any) -> None:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -455,7 +592,7 @@ class RecordingHost(LiveHost):
         for relpath, text in self.files.items():
             target = out / "root" / clean(relpath)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(clean(text))
+            target.write_text(clean_file(relpath, text))
         for key, (meta, stdout) in self.commands.items():
             dump(out / "commands" / f"{key}.json", meta)
             (out / "commands" / f"{key}.txt").write_text(clean(stdout))

@@ -36,6 +36,8 @@ def test_exit_codes_are_distinct():
     (["probe", "--root", "/no/such/dir"], "not a directory"),
     (["probe", "--replay", "/no/such/dir"], "no recording folder"),
     (["probe", "-o", "/no/such/dir/facts.json"], "cannot write"),
+    (["probe", "-o", "/"], "is a directory"),
+    (["probe", "--replay", "/dev/null"], "no recording folder"),
     (["probe", "--fail-on", "catastrophic"], "Invalid value"),
     (["no-such-command"], "No such command"),
 ])
@@ -91,16 +93,22 @@ def test_garbage_recorded_host_never_tracebacks(tmp_path):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
     (rec / "queries").mkdir()
-    for name in ("nvml", "lib_versions", "python_paths", "verbs", "net_addrs"):
+    for name in ("nvml", "lib_versions", "python_paths", "verbs", "net_addrs", "statvfs"):
         (rec / "queries" / f"{name}.json").write_text(json.dumps([1, "x", None]))
     (rec / "commands").mkdir()
-    for key in ("ldconfig_-p", "nvidia-smi_topo_-m", "ip_-j_addr"):
+    for key in ("ldconfig_-p", "nvidia-smi_topo_-m", "ip_-d_-j_addr_show"):  # the probes' keys
         (rec / "commands" / f"{key}.txt").write_bytes(b"\x00garbage\xff" * 20)
     out = ncclcheck("probe", "--replay", str(rec), "--json")
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     doc = json.loads(out.stdout)
     assert set(doc["sections"]) == {"host", "gpu", "nccl", "network", "ib", "limits", "env"}
+    # garbage is unknown data, said so in errors; no probe trips over it
+    status = {n: s["status"] for n, s in doc["sections"].items()}
+    assert "error" not in status.values(), {n: s["errors"] for n, s in doc["sections"].items()}
+    assert status["gpu"] == "unavailable"          # a garbage NVML answer is not "0 GPUs"
+    assert any("python_paths" in e for e in doc["sections"]["nccl"]["errors"])
+    assert doc["sections"]["limits"]["data"]["memlock"]["unlimited"] is None
     tables = ncclcheck("probe", "--replay", str(rec))
     assert tables.returncode == 0 and "Traceback" not in tables.stderr
 
@@ -110,3 +118,76 @@ def test_every_recorded_host_renders():
         out = ncclcheck("probe", "--replay", str(host))
         assert out.returncode == 0, (host.name, out.stderr)
         assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+@pytest.mark.parametrize("host", sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
+def test_tables_in_a_narrow_terminal_lose_no_value(host, columns):
+    """`probe | less` and small terminals: every value is printed whole, nothing is cropped."""
+    import os
+
+    out = ncclcheck("probe", "--replay", str(HOSTS / host),
+                    env={**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"})
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    long = [line for line in text.splitlines()
+            if len(line) > columns and not line.startswith("see   https://")]
+    assert long == []
+    facts = json.loads(ncclcheck("probe", "--replay", str(HOSTS / host), "--json").stdout)
+    words = set(text.replace("│", " ").split())
+    network = facts["sections"]["network"]["data"]
+    for iface in network["interfaces"]:
+        assert str(iface["mtu"]) in words, (iface["name"], iface["mtu"])
+        for addr in iface["ipv4"]:
+            assert f"{addr['address']}/{addr['prefix']}" in words
+        if iface["pci_address"]:
+            assert iface["pci_address"] in words
+    gpu = facts["sections"]["gpu"]
+    for g in (gpu["data"] or {}).get("gpus", []) if gpu["status"] == "ok" else []:
+        assert g["pci_bus_id"] in words
+    ib = facts["sections"]["ib"]
+    for dev in (ib["data"] or {}).get("devices", []) if ib["status"] == "ok" else []:
+        assert dev["pci_address"] in words
+        for port in dev["ports"]:
+            assert port["state"] in words
+    for finding in facts["findings"]:
+        assert f"see   {finding['docs']}" in text
+
+
+def test_output_dash_is_the_json_on_stdout_alone():
+    out = ncclcheck("probe", "--replay", str(HOSTS / "cloud-vm-1nic"), "-o", "-")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["hostname"] == "cloud-vm-01"  # nothing but the document
+
+
+def test_the_tables_survive_any_section_data():
+    """Each view meets odd data (a probe bug, an old facts file) and falls back, never raises."""
+    import io
+    import random
+
+    from rich.console import Console
+
+    from ncclcheck.host import RecordedHost
+    from ncclcheck.probe import collect_facts
+    from ncclcheck.render.facts import render_facts
+
+    docs = [collect_facts(RecordedHost(HOSTS / h)) for h in ("h100-ib-8gpu", "a100-roce-bond")]
+    odd = [None, 1, "x", [], {}, [1, None], {"a": 1}, -1, 1e30, True]
+    for seed in range(24):
+        rng = random.Random(seed)
+        doc = json.loads(json.dumps(rng.choice(docs)))
+
+        def mutate(node):
+            items = node.items() if isinstance(node, dict) else enumerate(node) \
+                if isinstance(node, list) else ()
+            for key, value in list(items):
+                if rng.random() < 0.05:
+                    node[key] = rng.choice(odd)
+                else:
+                    mutate(value)
+
+        for section in doc["sections"].values():
+            mutate(section["data"])
+        mutate(doc["findings"])
+        width = 50 if seed % 4 == 0 else 80
+        render_facts(Console(file=io.StringIO(), width=width, color_system=None), doc)

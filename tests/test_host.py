@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from ncclcheck.host import (LiveHost, QueryFailed, RecordedHost, RecordingHost, command_key,
-                            filter_environ)
+from ncclcheck.host import (MAX_READ_BYTES, LiveHost, QueryFailed, RecordedHost, RecordingHost,
+                            command_key, filter_environ)
 
 
 @pytest.fixture
@@ -95,3 +95,82 @@ def test_recorded_host_unknown_command_is_not_found(tmp_path):
 def test_recorded_host_needs_a_folder(tmp_path):
     with pytest.raises(FileNotFoundError):
         RecordedHost(tmp_path / "absent")
+
+
+def test_only_regular_files_are_read_and_a_fifo_never_blocks(tmp_path):
+    root = tmp_path / "root"
+    (root / "proc").mkdir(parents=True)
+    os.mkfifo(root / "proc/mounts")                      # a reader of a FIFO waits for a writer
+    (root / "proc/cpuinfo").mkdir()                      # a directory where a file is expected
+    (root / "proc/big").write_bytes(b"x" * (MAX_READ_BYTES + 12345))
+    host = LiveHost(str(root))
+    assert host.read("proc/mounts") is None
+    assert host.read("proc/cpuinfo") is None
+    assert len(host.read("proc/big")) == MAX_READ_BYTES
+    assert host.read("dev/null") is None and LiveHost().read("dev/zero") is None  # devices
+
+
+def test_a_probe_over_a_tree_full_of_traps_finishes(tmp_path):
+    """FIFOs, directories and links where the probes expect files: every section still ends."""
+    import subprocess
+    import sys
+
+    rec = tmp_path / "rec"
+    root = rec / "root"
+    for rel in ("proc/mounts", "proc/self/limits", "proc/net/route", "etc/nccl.conf",
+                "sys/class/net/eth0/mtu", "sys/class/infiniband/mlx5_0/ports/1/state"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.mkfifo(root / rel)
+    (root / "proc/cpuinfo").mkdir(parents=True)
+    (root / "etc/os-release").symlink_to("/etc/hostname")   # absolute: stays inside the root
+    (rec / "environ.json").write_text("{}")
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--replay", str(rec),
+                          "--json"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["sections"]["host"]["data"]["os"] is None
+
+
+def test_links_under_a_mounted_root_stay_inside_it(tmp_path):
+    root = tmp_path / "root"
+    (root / "etc").mkdir(parents=True)
+    (root / "usr/lib").mkdir(parents=True)
+    (root / "usr/lib/os-release").write_text('PRETTY_NAME="Inside"\n')
+    (root / "etc/os-release").symlink_to("/usr/lib/os-release")      # absolute, as distros do
+    (root / "etc/passwd-link").symlink_to("../../../../../etc/passwd")  # climbs above the root
+    (root / "etc/loop").symlink_to("loop")
+    host = LiveHost(str(root))
+    assert host.read("etc/os-release") == 'PRETTY_NAME="Inside"\n'
+    assert host.read("etc/passwd-link") is None          # resolves to <root>/etc/passwd
+    assert host.read("etc/loop") is None
+    assert host.readlink("etc/os-release") == "/usr/lib/os-release"
+    assert host.exists("etc/os-release") and not host.exists("etc/passwd-link")
+
+
+@pytest.mark.parametrize("name, text, needle", [
+    ("links.json", "{garbage", "not valid JSON"),
+    ("listings.json", '{"sys/class/net": "eth0"}', "expected an object of list values"),
+    ("paths.json", "[1, 2]", "expected an object"),
+    ("environ.json", '{"A": [1]}', "expected an object"),
+])
+def test_a_broken_recording_is_bad_input(tmp_path, name, text, needle):
+    from ncclcheck.errors import BadInput
+
+    (tmp_path / name).write_text(text)
+    with pytest.raises(BadInput, match=needle):
+        RecordedHost(tmp_path)
+
+
+def test_broken_recorded_answers_fail_softly(tmp_path):
+    (tmp_path / "commands").mkdir()
+    (tmp_path / "commands" / "ldconfig_-p.json").write_text("{nope")
+    (tmp_path / "commands" / "ip_-j.txt").mkdir()              # a directory, not an output
+    (tmp_path / "queries").mkdir()
+    (tmp_path / "queries" / "nvml.json").write_text("not json")
+    host = RecordedHost(tmp_path)
+    broken = host.run(["ldconfig", "-p"])
+    assert broken.returncode is None and "not valid JSON" in broken.stderr
+    assert host.run(["ip", "-j"]).why_failed() == "ip: not found"
+    with pytest.raises(QueryFailed, match="recorded answer unusable"):
+        host.query("nvml")
+    assert host.read("../../etc/passwd") is None and host.listdir("../x") == []

@@ -161,11 +161,7 @@ def test_verbs_providers_on_a_mounted_root(tmp_path):
     provider_dir.mkdir(parents=True)
     build(provider_dir, "libfake-rdmav34.so", "int fake_provider_marker = 1;\n")
     (provider_dir / "libbroken-rdmav34.so").write_bytes(b"junk")
-    conf = tmp_path / "etc/libibverbs.d"
-    conf.mkdir(parents=True)
-    for name in ("fake", "broken", "absent"):
-        (conf / f"{name}.driver").write_text(f"driver {name}\n")
-    answer = libs.verbs(LiveHost(str(tmp_path)))
+    answer = libs.verbs(LiveHost(str(tmp_path)), ["fake", "broken", "absent"])
     assert answer["libibverbs"]["loaded"] is False  # none under this root
     assert answer["devices"] is None                 # never this machine's devices
     providers = {p["name"]: p for p in answer["providers"]}

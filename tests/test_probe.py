@@ -6,12 +6,17 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from ncclcheck import probe
 from ncclcheck.errors import BadInput
-from ncclcheck.host import LiveHost, Unavailable
+from ncclcheck.host import LiveHost, RecordedHost, Unavailable
+from ncclcheck.rules import NODE_RULES
+from ncclcheck.rules.engine import evaluate
+
+HOSTS = Path(__file__).parent / "fixtures" / "hosts"
 
 
 def test_failing_section_does_not_stop_the_others(monkeypatch):
@@ -58,3 +63,79 @@ def test_planted_secret_never_appears(tmp_path):
     for path in rec.rglob("*"):
         if path.is_file():
             assert "planted-s3cret-value" not in path.read_text(errors="replace"), path
+
+
+# -- the node rules `probe` runs: every fixture node on its own -----------------------------------
+FACTS = Path(__file__).parent / "fixtures" / "facts"
+
+
+def fixture_nodes(rule_id: str, kind: str) -> list[dict]:
+    data = json.loads((FACTS / f"{rule_id}.{kind}.json").read_text())
+    return data if isinstance(data, list) else [data]
+
+
+@pytest.mark.parametrize("rule", NODE_RULES, ids=lambda r: r.id)
+def test_each_fail_node_fires_and_each_pass_node_is_quiet(rule):
+    """Node by node: a pass node without RDMA or GPUs is quiet, not skipped."""
+    for kind in ("pass", "fail"):
+        for node in fixture_nodes(rule.id, kind):
+            result = evaluate([rule], [node])
+            assert (result["errors"], result["skipped"]) == ([], []), (kind, node["hostname"])
+            assert bool(result["findings"]) == (kind == "fail"), (kind, node["hostname"])
+            for finding in result["findings"]:
+                assert finding["message"] and finding["fix"] and finding["why"]
+                assert finding["docs"].startswith("https://")
+
+
+def severities(rule, kind="fail") -> dict[str, str]:
+    return {n["hostname"]: f["severity"] for n in fixture_nodes(rule.id, kind)
+            for f in evaluate([rule], [n])["findings"]}
+
+
+def test_memlock_is_an_error_unless_the_process_may_pin_past_it():
+    from ncclcheck.rules import limits_memlock_limited
+
+    got = severities(limits_memlock_limited.RULE)
+    assert got == {"node-01": "error", "node-root-with-ipc-lock": "warning"}
+
+
+def test_shm_severity_follows_the_size():
+    from ncclcheck.rules import limits_shm_too_small
+
+    got = severities(limits_shm_too_small.RULE)
+    assert got == {"node-01": "error", "node-k8s-256m": "warning", "node-no-shm": "error"}
+
+
+def test_ibverbs_finding_names_what_is_missing():
+    from ncclcheck.rules import nccl_ibverbs_unloadable
+
+    messages = {n["hostname"]: f["message"] for n in fixture_nodes(nccl_ibverbs_unloadable.RULE.id,
+                                                                    "fail")
+                for f in evaluate([nccl_ibverbs_unloadable.RULE], [n])["findings"]}
+    assert "libibverbs does not load" in messages["node-01"]
+    assert "providers that do not load: mlx5" in messages["node-no-provider"]
+    assert "/dev/infiniband is not visible" in messages["node-container-without-devices"]
+
+
+def test_several_versions_name_what_torch_and_other_programs_load():
+    from ncclcheck.rules import nccl_version_multiple
+
+    [node] = fixture_nodes(nccl_version_multiple.RULE.id, "fail")
+    [finding] = evaluate([nccl_version_multiple.RULE], [node])["findings"]
+    assert finding["message"].startswith("2 NCCL versions on this node: 2.18.3 (")
+    assert "torch loads 2.21.5" in finding["message"]
+    assert "(nccl-tests) get 2.18.3 from /usr/lib/x86_64-linux-gnu/libnccl.so.2" in \
+        finding["message"]
+
+
+@pytest.mark.parametrize("host, expected", [
+    ("h100-ib-8gpu", {"nccl-version-multiple": "warning"}),
+    ("a100-roce-bond", {"limits-memlock-limited": "error", "limits-shm-too-small": "error",
+                        "ib-gdr-not-ready": "warning", "nccl-version-multiple": "warning"}),
+    ("cloud-vm-1nic", {"limits-shm-too-small": "error"}),
+    ("this-machine", {}),
+])
+def test_recorded_hosts_get_exactly_their_findings(host, expected):
+    doc = probe.collect_facts(RecordedHost(HOSTS / host))
+    assert {f["rule"]: f["severity"] for f in doc["findings"]} == expected
+    assert doc["skipped"] == [] and doc["rule_errors"] == []

@@ -268,16 +268,6 @@ def python_paths(host: Any) -> dict[str, Any]:
             "site_packages": dirs(candidates), "home": home}
 
 
-def _driver_names(host: Any) -> list[str]:
-    names: list[str] = []
-    for entry in host.listdir("etc/libibverbs.d"):
-        for line in (host.read(f"etc/libibverbs.d/{entry}") or "").splitlines():
-            fields = line.split()
-            if len(fields) >= 2 and fields[0] == "driver" and fields[1] not in names:
-                names.append(fields[1])
-    return names
-
-
 def _provider_candidates(host: Any, name: str) -> list[str]:
     """Files libibverbs would open for driver ``name``, as paths this process can open."""
     if name.startswith("/"):
@@ -294,14 +284,15 @@ def _provider_candidates(host: Any, name: str) -> list[str]:
     return found
 
 
-def verbs(host: Any, drivers: list[str] | None = None) -> dict[str, Any]:
+def verbs(host: Any, drivers: list[str]) -> dict[str, Any]:
     """Whether libibverbs loads, which RDMA devices it lists, and whether each provider loads.
 
-    ``drivers`` are the names from ``/etc/libibverbs.d/*.driver`` (read from the host when
-    None). Devices are listed (``ibv_get_device_list``) only on the live root: for a mounted
-    root they would be this machine's.
+    ``drivers`` are the names of ``/etc/libibverbs.d/*.driver`` files, as the nccl probe reads
+    them (:func:`ncclcheck.probes.nccl.parse_ibverbs_driver`); they are part of the question, so
+    a recording answers for the drivers it saw. Devices are listed (``ibv_get_device_list``) only
+    on the live root: for a mounted root they would be this machine's.
     """
-    names = list(drivers) if drivers is not None else _driver_names(host)
+    names = [str(d) for d in drivers]
     live = os.path.abspath(getattr(host, "root", "/") or "/") == "/"
     if live:
         libibverbs = ["libibverbs.so", "libibverbs.so.1"]

@@ -113,6 +113,8 @@ def cuda_version_text(code: Any) -> Optional[str]:
 def parse_cuda_version(text: str) -> Optional[str]:
     """The "CUDA Version" of the ``nvidia-smi`` banner (or of ``nvidia-smi -q``).
 
+    Recorded banner line of driver 535.129.03 (the doctest below).
+
     >>> parse_cuda_version("| NVIDIA-SMI 535.129.03   Driver Version: 535.129.03   "
     ...                    "CUDA Version: 12.2     |")
     '12.2'
@@ -125,6 +127,8 @@ def parse_cuda_version(text: str) -> Optional[str]:
 
 def parse_proc_version(text: str) -> Optional[dict[str, Any]]:
     """``/proc/driver/nvidia/version`` -> kernel module version, and whether it is the open one.
+
+    Recorded on a 580.95.05 open-module install and a 535.129.03 proprietary one (below).
 
     >>> parse_proc_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  "
     ...     "Release Build  (dvs-builder@U22-I3-B17-02-5)  Tue Sep 23 09:55:41 UTC 2025")
@@ -150,6 +154,8 @@ def _enabled(text: Optional[str]) -> Optional[bool]:
 
 def parse_smi_query(text: str) -> dict[str, Any]:
     """``nvidia-smi --query-gpu=<SMI_FIELDS> --format=csv,noheader,nounits`` -> driver, GPUs.
+
+    Recorded on an AWS g5.12xlarge (4x A10G; UUID shortened): the doctest's first line.
 
     Lines that do not start with a GPU index are skipped, so garbage gives no GPUs. NVLink is
     not in this output: ``nvlinks`` is None (unknown).
@@ -188,6 +194,10 @@ def parse_smi_query(text: str) -> dict[str, Any]:
 
 def parse_topo_matrix(text: str) -> dict[str, Any]:
     """``nvidia-smi topo -m`` (or ``topo -p2p r``) -> labels, square matrix, NIC legend, affinity.
+
+    Trimmed (two GPUs, one NIC) from a recorded driver R535+ output, which is
+    tab-separated with a ``GPU NUMA ID`` column; tests/fixtures/hosts/h100-ib-8gpu holds a
+    recorded space-padded copy of a whole 8x H100 matrix.
 
     Reads tab-separated output as printed and space-padded copies; strips the ANSI underline.
     Old drivers name NIC columns by device (``mlx5_0``); those become ``NIC<k>`` with the name
@@ -297,13 +307,16 @@ def _link_cell(gpus: list[Gpu], i: int, j: int, level: Any, nvlink_p2p: Any) -> 
 def parse_nvml(snap: Any) -> dict[str, Any]:
     """The ``nvml`` query's snapshot -> this section's data (without NICs, NUMA and module).
 
+    The snapshot is what :mod:`ncclcheck.native.nvml` records; the doctest is
+    tests/fixtures/hosts/cloud-vm-1nic/queries/nvml.json cut to two GPUs and a few fields.
+
     >>> snap = {"driver_version": "535.183.01", "cuda_driver_version": 12020, "devices": [
     ...     {"index": 0, "name": "NVIDIA A10G", "pci_bus_id": "00000000:00:1B.0", "nvlinks": []},
     ...     {"index": 1, "name": "NVIDIA A10G", "pci_bus_id": "00000000:00:1C.0", "nvlinks": []}],
-    ...     "topology": [[None, 30], [30, None]], "p2p": {"read": [[None, 5], [5, None]]}}
+    ...     "topology": [[None, 30], [30, None]], "p2p": {"read": [[None, 1], [1, None]]}}
     >>> out = parse_nvml(snap)
     >>> out["cuda_driver_version"], out["topology"]["matrix"], out["p2p"]["read"][0]
-    ('12.2', [['X', 'PHB'], ['PHB', 'X']], ['X', 'NS'])
+    ('12.2', [['X', 'PHB'], ['PHB', 'X']], ['X', 'CNS'])
     >>> parse_nvml({})["count"], parse_nvml("garbage")["gpus"]
     (0, [])
     """
@@ -415,7 +428,10 @@ def _no_answer(host: Host, nvml_error: str, query: CommandResult) -> NoReturn:
 def collect(host: Host, errors: list[str]) -> GpuData:
     """Probe the GPUs; raise Unavailable on a machine without an NVIDIA driver."""
     try:
-        data, nvml_error = parse_nvml(host.query("nvml")), ""
+        snapshot = host.query("nvml")
+        if not isinstance(snapshot, dict) or not isinstance(snapshot.get("devices"), list):
+            raise QueryFailed("nvml: the answer is not an NVML snapshot")
+        data, nvml_error = parse_nvml(snapshot), ""
     except QueryFailed as exc:
         data, nvml_error = None, str(exc)
     if data is None:

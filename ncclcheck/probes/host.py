@@ -35,10 +35,18 @@ class HostData(TypedDict):
 
 
 def parse_os_release(text: str) -> Optional[str]:
-    """The PRETTY_NAME of an os-release file.
+    """The PRETTY_NAME of an os-release file (else NAME and VERSION_ID).
 
-    >>> parse_os_release('NAME="Ubuntu"\\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\\n')
-    'Ubuntu 22.04.4 LTS'
+    Recorded on a DGX H100 (DGX OS 6), first lines::
+
+        PRETTY_NAME="Ubuntu 22.04.3 LTS"
+        NAME="Ubuntu"
+        VERSION_ID="22.04"
+
+    >>> parse_os_release('PRETTY_NAME="Ubuntu 22.04.3 LTS"\\nNAME="Ubuntu"\\nVERSION_ID="22.04"\\n')
+    'Ubuntu 22.04.3 LTS'
+    >>> parse_os_release('NAME="Debian GNU/Linux"\\nVERSION_ID="12"\\n')
+    'Debian GNU/Linux 12'
     >>> parse_os_release("garbage") is None
     True
     """
@@ -55,9 +63,22 @@ def parse_os_release(text: str) -> Optional[str]:
 def parse_cpuinfo(text: str) -> tuple[Optional[str], Optional[int]]:
     """The CPU model name and the number of logical CPUs in /proc/cpuinfo.
 
-    >>> parse_cpuinfo("processor\\t: 0\\nmodel name\\t: AMD EPYC 7V13 64-Core Processor\\n"
-    ...               "processor\\t: 1\\nmodel name\\t: AMD EPYC 7V13 64-Core Processor\\n")
-    ('AMD EPYC 7V13 64-Core Processor', 2)
+    Recorded on a DGX H100 (the first two of 224 entries, other fields cut)::
+
+        processor       : 0
+        vendor_id       : GenuineIntel
+        model name      : Intel(R) Xeon(R) Platinum 8480C
+
+        processor       : 1
+        ...
+
+    >>> parse_cpuinfo("processor\\t: 0\\nvendor_id\\t: GenuineIntel\\n"
+    ...               "model name\\t: Intel(R) Xeon(R) Platinum 8480C\\n\\n"
+    ...               "processor\\t: 1\\nvendor_id\\t: GenuineIntel\\n"
+    ...               "model name\\t: Intel(R) Xeon(R) Platinum 8480C\\n")
+    ('Intel(R) Xeon(R) Platinum 8480C', 2)
+    >>> parse_cpuinfo("garbage")
+    (None, None)
     """
     model, count = None, 0
     for line in text.splitlines():
@@ -73,8 +94,15 @@ def parse_cpuinfo(text: str) -> tuple[Optional[str], Optional[int]]:
 def parse_meminfo_total(text: str) -> Optional[int]:
     """MemTotal from /proc/meminfo, in bytes.
 
-    >>> parse_meminfo_total("MemTotal:       2113418660 kB\\nMemFree: 1 kB\\n")
-    2164140707840
+    Recorded on a DGX H100 (first lines)::
+
+        MemTotal:       2113389444 kB
+        MemFree:        1056694722 kB
+
+    >>> parse_meminfo_total("MemTotal:       2113389444 kB\\nMemFree:        1056694722 kB\\n")
+    2164110790656
+    >>> parse_meminfo_total("garbage") is None
+    True
     """
     m = re.search(r"^MemTotal:\s+(\d+)\s*kB", text, re.M)
     return int(m.group(1)) * 1024 if m else None
@@ -83,8 +111,12 @@ def parse_meminfo_total(text: str) -> Optional[int]:
 def parse_node_list(names: list[str]) -> list[int]:
     """NUMA node numbers from the entries of sys/devices/system/node.
 
-    >>> parse_node_list(["has_cpu", "node1", "node0", "possible", "nodeX"])
+    Recorded listing of a two-socket node: ``has_cpu  has_memory  node0  node1  online  possible``.
+
+    >>> parse_node_list(["has_cpu", "has_memory", "node0", "node1", "online", "possible"])
     [0, 1]
+    >>> parse_node_list(["node10", "node2", "nodeX"])
+    [2, 10]
     """
     return sorted(int(n[4:]) for n in names if re.fullmatch(r"node\d+", n))
 
@@ -92,12 +124,20 @@ def parse_node_list(names: list[str]) -> list[int]:
 def parse_cgroup_runtime(text: str) -> Optional[str]:
     """The container runtime named in /proc/1/cgroup, if any.
 
-    >>> parse_cgroup_runtime("12:pids:/kubepods/burstable/pod1a2b/0f3c")
+    Recorded (ids shortened): a Kubernetes pod on containerd with the systemd cgroup driver, a
+    Docker container on cgroup v1, a Slurm job step on bare metal (not a container)::
+
+        0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d.slice/...
+        12:pids:/docker/4f1c9a7b2d3e
+        0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0
+
+    >>> parse_cgroup_runtime("0::/kubepods.slice/kubepods-burstable.slice/"
+    ...                      "kubepods-burstable-pod1a2b3c4d.slice/cri-containerd-9f8e7d.scope")
     'kubernetes'
-    >>> parse_cgroup_runtime("0::/system.slice/docker-4f1c.scope")
+    >>> parse_cgroup_runtime("12:pids:/docker/4f1c9a7b2d3e\\n0::/system.slice/docker-4f1c.scope")
     'docker'
-    >>> parse_cgroup_runtime("0::/init.scope") is None
-    True
+    >>> print(parse_cgroup_runtime("0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0"))
+    None
     """
     for pattern, runtime in ((r"kubepods", "kubernetes"), (r"/docker[-/]", "docker"),
                              (r"libpod", "podman"), (r"containerd", "containerd"),

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from typing import Any, Optional, TypedDict
+from typing import Optional, TypedDict
 
 from ncclcheck.host import Host, Unavailable
+from ncclcheck.probes.gpu import parse_proc_version
 from ncclcheck.probes.network import natural_key, parse_int, parse_numa_node, parse_pci_address
 
 
@@ -119,6 +120,8 @@ _ZERO_GID = re.compile(r"^[0:]+$")
 def parse_state(text: Optional[str]) -> Optional[str]:
     """A port ``state`` or ``phys_state`` file ("4: ACTIVE", "5: LinkUp") -> its name.
 
+    Recorded ``state`` and ``phys_state`` values of a ConnectX-7 port (below).
+
     >>> parse_state("4: ACTIVE\\n"), parse_state("5: LinkUp"), parse_state("3: Disabled")
     ('ACTIVE', 'LinkUp', 'Disabled')
     >>> parse_state(None), parse_state(""), parse_state("ACTIVE")
@@ -153,6 +156,8 @@ def parse_rate(text: Optional[str]) -> Optional[float]:
 def parse_gid(text: Optional[str]) -> Optional[str]:
     """A ``gids/<i>`` file -> the GID as sysfs prints it, None when empty or garbage.
 
+    Recorded: the link-local GID of a ConnectX-6 port; unused entries read as zeros.
+
     >>> parse_gid("fe80:0000:0000:0000:5aa2:e1ff:feda:e626\\n")
     'fe80:0000:0000:0000:5aa2:e1ff:feda:e626'
     >>> parse_gid("0000:0000:0000:0000:0000:0000:0000:0000"), parse_gid(None), parse_gid("zz")
@@ -186,6 +191,8 @@ def gid_ipv4(gid: Optional[str]) -> Optional[str]:
 def parse_gid_type(text: Optional[str], link_layer: Optional[str]) -> Optional[str]:
     """A ``gid_attrs/types/<i>`` file -> "IB", "RoCE v1" or "RoCE v2".
 
+    Recorded ``gid_attrs/types/<i>`` values: ``IB/RoCE v1`` and ``RoCE v2``.
+
     The kernel prints ``IB/RoCE v1`` for both IB and RoCE v1 entries; the link layer tells which.
 
     >>> parse_gid_type("RoCE v2\\n", "Ethernet"), parse_gid_type("IB/RoCE v1", "Ethernet")
@@ -206,6 +213,8 @@ def parse_gid_type(text: Optional[str], link_layer: Optional[str]) -> Optional[s
 def parse_kernel_release(text: Optional[str]) -> Optional[tuple[int, int]]:
     """``/proc/sys/kernel/osrelease`` -> (major, minor).
 
+    Recorded: ``5.15.0-91-generic`` (Ubuntu), ``6.8.0-1015-nvidia`` (DGX OS).
+
     >>> parse_kernel_release("5.15.0-91-generic\\n"), parse_kernel_release("6.8.0-1015-nvidia")
     ((5, 15), (6, 8))
     >>> parse_kernel_release("garbage"), parse_kernel_release(None)
@@ -213,26 +222,6 @@ def parse_kernel_release(text: Optional[str]) -> Optional[tuple[int, int]]:
     """
     match = re.match(r"^\s*(\d+)\.(\d+)", text or "")
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-def parse_nvidia_module_flavor(text: Optional[str]) -> Optional[str]:
-    """``/proc/driver/nvidia/version`` -> "open" or "proprietary" (None when absent).
-
-    NVIDIA's kernel_open README: the open flavor reports ``NVIDIA UNIX Open Kernel Module``.
-
-    >>> parse_nvidia_module_flavor("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  "
-    ...                            "535.129.03  Release Build  (dvs-builder@U16-I3-B03-4-3)")
-    'open'
-    >>> parse_nvidia_module_flavor("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  "
-    ...                            "Sat Aug 19 01:15:15 UTC 2023")
-    'proprietary'
-    >>> parse_nvidia_module_flavor(None), parse_nvidia_module_flavor("GCC version: 12")
-    (None, None)
-    """
-    first = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    if "NVRM version" not in first:
-        return None
-    return "open" if "Open Kernel Module" in first else "proprietary"
 
 
 def gdr_readiness(peermem: bool, nv_peer_mem: bool, kernel: Optional[tuple[int, int]],
@@ -370,7 +359,8 @@ def _gdr(host: Host) -> Gdr:
     nv_peer_mem = any(host.exists(f"sys/kernel/mm/memory_peers/{name}/version")
                       for name in ("nv_mem", "nv_mem_nc"))
     release = _text(host, "proc/sys/kernel/osrelease")
-    flavor = parse_nvidia_module_flavor(host.read("proc/driver/nvidia/version"))
+    module = parse_proc_version(host.read("proc/driver/nvidia/version") or "")
+    flavor = None if module is None else "open" if module["open"] else "proprietary"
     ready, reason, dmabuf, basis = gdr_readiness(peermem, nv_peer_mem,
                                                  parse_kernel_release(release), flavor)
     return {"peermem": peermem, "peermem_version": _text(host, peermem_path) if peermem else None,

@@ -1,8 +1,11 @@
 """limits: /dev/shm, memlock and open files, the host limits NCCL trips over.
 
 Sources (relative to the host root):
-    proc/self/limits, proc/mounts (the /dev/shm mount and its size= option),
-    statvfs of dev/shm (native query).
+    proc/self/limits, proc/self/status (CapEff: whether this process has CAP_IPC_LOCK),
+    proc/mounts (the /dev/shm mount and its size= option), statvfs of dev/shm (native query).
+
+RDMA memory registration (``ibv_reg_mr``) pins pages against RLIMIT_MEMLOCK unless the process
+has CAP_IPC_LOCK (Linux drivers/infiniband/core/umem.c ``ib_umem_get``), so both are reported.
 
 Sample content of proc/self/limits::
 
@@ -22,34 +25,71 @@ from ncclcheck.host import Host, QueryFailed
 class LimitsData(TypedDict):
     """The ``limits`` section's data. A limit of None means unlimited."""
 
-    shm: dict[str, Any]        # {"mounted", "fstype", "size_bytes", "free_bytes", "options"}
-    memlock: dict[str, Any]    # {"soft_bytes", "hard_bytes", "unlimited"}
+    shm: dict[str, Any]        # {"mounted", "fstype", "size_bytes", "free_bytes", "options"};
+                               # mounted: /dev/shm exists (None: unknown)
+    memlock: dict[str, Any]    # {"soft_bytes", "hard_bytes", "unlimited", "cap_ipc_lock"}
     open_files: dict[str, Any]  # {"soft", "hard"}
 
 
 def parse_limits(text: str) -> dict[str, tuple[Optional[int], Optional[int]]]:
     """Soft and hard values of /proc/<pid>/limits, keyed by limit name; None is unlimited.
 
-    >>> lim = parse_limits("Limit  Soft Limit  Hard Limit  Units\\n"
-    ...                    "Max locked memory         65536                unlimited            bytes\\n")
-    >>> lim["Max locked memory"]
-    (65536, None)
+    Recorded in a Docker container started without ``--ulimit memlock`` (lines cut)::
+
+        Limit                     Soft Limit           Hard Limit           Units
+        Max open files            1048576              1048576              files
+        Max locked memory         65536                65536                bytes
+        Max nice priority         0                    0
+
+    >>> lim = parse_limits(
+    ...     "Limit                     Soft Limit           Hard Limit           Units     \\n"
+    ...     "Max open files            1048576              1048576              files     \\n"
+    ...     "Max locked memory         65536                65536                bytes     \\n"
+    ...     "Max stack size            8388608              unlimited            bytes     \\n")
+    >>> lim["Max locked memory"], lim["Max stack size"], lim["Max open files"]
+    ((65536, 65536), (8388608, None), (1048576, 1048576))
+    >>> parse_limits("Limit\\nMax locked memory         lots                 ?\\n")  # unknown
+    {}
     """
     out: dict[str, tuple[Optional[int], Optional[int]]] = {}
     for line in text.splitlines()[1:]:
         m = re.match(r"^(Max [a-z ]+?)\s{2,}(\S+)\s+(\S+)", line)
-        if not m:
-            continue
-
-        def value(v: str) -> Optional[int]:
-            return int(v) if v.isdigit() else None
-
-        out[m.group(1).strip()] = (value(m.group(2)), value(m.group(3)))
+        if not m or not all(v.isdigit() or v == "unlimited" for v in m.group(2, 3)):
+            continue  # garbage is unknown, not unlimited
+        soft, hard = (int(v) if v.isdigit() else None for v in m.group(2, 3))
+        out[m.group(1).strip()] = (soft, hard)
     return out
+
+
+#: Bit of CAP_IPC_LOCK in the capability sets of /proc/<pid>/status (linux/capability.h).
+CAP_IPC_LOCK = 14
+
+
+def parse_cap_ipc_lock(text: str) -> Optional[bool]:
+    """Whether the ``CapEff`` set of /proc/<pid>/status holds CAP_IPC_LOCK; None if unknown.
+
+    Recorded in this project's Debian container (root, most capabilities), and Docker's default
+    set (``docker run`` without ``--cap-add=IPC_LOCK``):
+
+    >>> parse_cap_ipc_lock("CapInh:\\t0000000000000000\\nCapPrm:\\t000001fffeffffff\\n"
+    ...                    "CapEff:\\t000001fffeffffff\\n")
+    True
+    >>> parse_cap_ipc_lock("CapEff:\\t00000000a80425fb\\n")
+    False
+    >>> parse_cap_ipc_lock("garbage"), parse_cap_ipc_lock("CapEff:\\tzz\\n")
+    (None, None)
+    """
+    m = re.search(r"^CapEff:\s*([0-9a-fA-F]+)\s*$", text, re.M)
+    return bool(int(m.group(1), 16) >> CAP_IPC_LOCK & 1) if m else None
 
 
 def parse_shm_mount(mounts: str) -> Optional[dict[str, Any]]:
     """The /dev/shm line of /proc/mounts, with the size= option in bytes when present.
+
+    Recorded in a Docker container started without ``--shm-size`` (Docker's 64 MiB default)::
+
+        overlay / overlay rw,relatime 0 0
+        shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0
 
     >>> parse_shm_mount("shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\\n")
     {'fstype': 'tmpfs', 'options': ['rw', 'nosuid', 'nodev', 'noexec', 'relatime', 'size=65536k'], 'size_option_bytes': 67108864}
@@ -71,6 +111,8 @@ def parse_shm_mount(mounts: str) -> Optional[dict[str, Any]]:
 def parse_size(text: str) -> Optional[int]:
     """A tmpfs size option (``65536k``, ``1g``, ``1073741824``) in bytes.
 
+    Recorded: ``size=65536k`` (Docker's default), ``size=1048576k`` (``--shm-size=1g``).
+
     >>> parse_size("64m"), parse_size("1G"), parse_size("12345"), parse_size("50%")
     (67108864, 1073741824, 12345, None)
     """
@@ -86,21 +128,30 @@ def collect(host: Host, errors: list[str]) -> LimitsData:
     if limits_text is None:
         errors.append("proc/self/limits unreadable")
     limits = parse_limits(limits_text or "")
-    soft, hard = limits.get("Max locked memory", (None, None))
+    lock = limits.get("Max locked memory")
+    soft, hard = lock or (None, None)
     memlock = {"soft_bytes": soft, "hard_bytes": hard,
-               "unlimited": soft is None if limits_text else None}
+               "unlimited": (soft is None) if lock else None,
+               "cap_ipc_lock": parse_cap_ipc_lock(host.read("proc/self/status") or "")}
     nofile = limits.get("Max open files", (None, None))
-    mount = parse_shm_mount(host.read("proc/mounts") or "")
-    shm: dict[str, Any] = {"mounted": mount is not None or host.isdir("dev/shm"),
+    mounts = host.read("proc/mounts")
+    mount = parse_shm_mount(mounts or "")
+    shm: dict[str, Any] = {"mounted": mount is not None or host.isdir("dev/shm") or None,
                            "fstype": mount and mount["fstype"],
                            "options": mount and mount["options"],
                            "size_bytes": mount and mount["size_option_bytes"],
                            "free_bytes": None}
     try:
         usage = host.query("statvfs", "/dev/shm")
-        shm["size_bytes"] = usage["total_bytes"]
-        shm["free_bytes"] = usage["free_bytes"]
     except QueryFailed as exc:
         errors.append(str(exc))
+        usage = None
+    if isinstance(usage, dict) and all(isinstance(usage.get(k), int)
+                                       for k in ("total_bytes", "free_bytes")):
+        shm.update(mounted=True, size_bytes=usage["total_bytes"], free_bytes=usage["free_bytes"])
+    elif usage is not None:
+        errors.append("statvfs /dev/shm: the answer has no total_bytes/free_bytes")
+    if shm["mounted"] is None and mounts is not None and usage is None:
+        shm["mounted"] = False  # /proc/mounts has no /dev/shm and there is no such directory
     return LimitsData(shm=shm, memlock=memlock,
                       open_files={"soft": nofile[0], "hard": nofile[1]})

@@ -30,7 +30,7 @@ import fnmatch
 import re
 from typing import Any, Callable, Optional, TypedDict
 
-from ncclcheck.host import Host, QueryFailed
+from ncclcheck.host import Host, QueryFailed, follow_links
 
 #: File names of the NCCL library itself.
 LIB_NAME = re.compile(r"^libnccl\.so(\.\d+)*$")
@@ -156,8 +156,14 @@ def parse_ldconfig(text: str) -> list[dict[str, str]]:
 def parse_ld_so_conf(text: str) -> tuple[list[str], list[str]]:
     """Folders and ``include`` patterns of an ld.so.conf file.
 
-    >>> parse_ld_so_conf("include /etc/ld.so.conf.d/*.conf\\n# x\\n/usr/local/cuda-12.4/lib64\\n")
-    (['/usr/local/cuda-12.4/lib64'], ['/etc/ld.so.conf.d/*.conf'])
+    Recorded /etc/ld.so.conf of Ubuntu 22.04 (``include /etc/ld.so.conf.d/*.conf``) and
+    the CUDA 12.4 package's /etc/ld.so.conf.d/988_cuda-12.conf
+    (``/usr/local/cuda-12/targets/x86_64-linux/lib``).
+
+    >>> parse_ld_so_conf("include /etc/ld.so.conf.d/*.conf\\n\\n")
+    ([], ['/etc/ld.so.conf.d/*.conf'])
+    >>> parse_ld_so_conf("/usr/local/cuda-12/targets/x86_64-linux/lib\\n# comment\\n")
+    (['/usr/local/cuda-12/targets/x86_64-linux/lib'], [])
     """
     dirs: list[str] = []
     includes: list[str] = []
@@ -205,6 +211,8 @@ def parse_torch_version_py(text: str) -> dict[str, Optional[str]]:
 def parse_dist_metadata(text: str) -> dict[str, Any]:
     """Name, Version and Requires-Dist of a METADATA / PKG-INFO file (headers only).
 
+    Recorded: the header of the torch 2.4.1 wheel's METADATA (below, cut).
+
     Both requirement spellings occur: ``nvidia-nccl-cu12==2.21.5; ...`` and the older
     ``nvidia-nccl-cu12 (==2.20.5) ; ...`` (the torch 2.4.1 wheel's METADATA).
 
@@ -249,13 +257,22 @@ def nccl_requirement(requires: list[str]) -> Optional[str]:
 def parse_conf(text: str) -> tuple[dict[str, str], list[str]]:
     """Values of an NCCL config file, read the way NCCL reads it, plus suspicious lines.
 
+    Recorded /etc/nccl.conf of a RoCE node on NCCL 2.18 (tests/fixtures/hosts/a100-roce-bond)::
+
+        # RoCE v2 fabric: GID 3 is RoCE v2 over IPv4 on bond0
+        NCCL_IB_GID_INDEX=3
+        NCCL_SOCKET_IFNAME=bond0
+        NCCL_IB_HCA=mlx5_bond_0
+
     NCCL (src/misc/param.cc ``setEnvFile``) skips lines starting with ``#``, splits at the first
     ``=``, strips nothing but the newline, and never overwrites a variable already set, so the
     first occurrence wins.
 
-    >>> parse_conf("# RoCE\\nNCCL_IB_GID_INDEX=3\\nNCCL_SOCKET_IFNAME=bond0\\n"
-    ...            "NCCL_IB_GID_INDEX=0\\n")
-    ({'NCCL_IB_GID_INDEX': '3', 'NCCL_SOCKET_IFNAME': 'bond0'}, [])
+    >>> parse_conf("# RoCE v2 fabric: GID 3 is RoCE v2 over IPv4 on bond0\\nNCCL_IB_GID_INDEX=3\\n"
+    ...            "NCCL_SOCKET_IFNAME=bond0\\nNCCL_IB_HCA=mlx5_bond_0\\n")
+    ({'NCCL_IB_GID_INDEX': '3', 'NCCL_SOCKET_IFNAME': 'bond0', 'NCCL_IB_HCA': 'mlx5_bond_0'}, [])
+    >>> parse_conf("NCCL_IB_GID_INDEX=3\\nNCCL_IB_GID_INDEX=0\\n")[0]  # the first one wins
+    {'NCCL_IB_GID_INDEX': '3'}
     >>> parse_conf("export NCCL_DEBUG=INFO\\nNCCL_IB_HCA = mlx5_0\\n")[1]
     ... # doctest: +NORMALIZE_WHITESPACE
     ["line 1: name 'export NCCL_DEBUG' has spaces: NCCL sets that name, not the variable meant",
@@ -285,6 +302,8 @@ def parse_conf(text: str) -> tuple[dict[str, str], list[str]]:
 
 def parse_ibverbs_driver(text: str) -> list[str]:
     """Driver names of an /etc/libibverbs.d/*.driver file (rdma-core dynamic_driver.c).
+
+    Recorded /etc/libibverbs.d/mlx5.driver (rdma-core 39.0): ``driver mlx5``.
 
     >>> parse_ibverbs_driver("driver mlx5\\n"), parse_ibverbs_driver("# x\\nbogus\\n")
     (['mlx5'], [])
@@ -338,31 +357,11 @@ def _join(folder: str, name: str) -> str:
 def resolve(host: Host, path: str) -> str:
     """The real path of ``path`` inside the host root: every symlink component followed.
 
-    Absolute link targets are taken inside the root, as the machine itself would see them.
+    Absolute link targets are taken inside the root, as the machine itself would see them; a
+    link loop leaves the path as it is.
     """
-    queue = [p for p in path.split("/") if p]
-    parts: list[str] = []
-    hops = 0
-    while queue:
-        part = queue.pop(0)
-        if part == ".":
-            continue
-        if part == "..":
-            if parts:
-                parts.pop()
-            continue
-        candidate = "/" + "/".join(parts + [part])
-        target = host.readlink(candidate)
-        if target is None:
-            parts.append(part)
-            continue
-        hops += 1
-        if hops > 40:
-            return candidate
-        if target.startswith("/"):
-            parts = []
-        queue = [p for p in target.split("/") if p] + queue
-    return "/" + "/".join(parts)
+    real = follow_links(path, host.readlink)
+    return "/" + (real if real is not None else "/".join(p for p in path.split("/") if p))
 
 
 def exists(host: Host, path: str) -> bool:
@@ -498,8 +497,11 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
     python: Optional[dict[str, Any]] = None
     try:
         python = host.query("python_paths")
+        if not isinstance(python, dict):
+            raise QueryFailed("the answer is not a mapping")
     except QueryFailed as exc:
         errors.append(f"python_paths: {exc}")
+        python = None
 
     # Discovery runs in the loader's order of precedence, so found_via reads best first.
     preload = _preloaded(env)
@@ -776,16 +778,20 @@ def _ibverbs(host: Host, errors: list[str]) -> dict[str, Any]:
                     drivers.append(name)
     try:
         answer = host.query("verbs", drivers)
+        if not isinstance(answer, dict) or not isinstance(answer.get("libibverbs"), dict):
+            raise QueryFailed("the answer has no libibverbs entry")
     except QueryFailed as exc:
         errors.append(f"verbs: {exc}")
         return {"loaded": None, "path": None, "error": str(exc), "devices": None,
                 "driver_files": files,
                 "providers": [{"name": d, "loaded": None, "path": None, "error": None}
                               for d in drivers], "warnings": []}
-    lib = answer.get("libibverbs") or {}
+    lib = answer["libibverbs"]
+    devices = answer.get("devices")
     return {"loaded": lib.get("loaded"), "path": lib.get("path"), "error": lib.get("error"),
-            "devices": answer.get("devices"), "driver_files": files,
-            "providers": answer.get("providers") or [], "warnings": answer.get("warnings") or []}
+            "devices": devices if isinstance(devices, list) else None, "driver_files": files,
+            "providers": [p for p in answer.get("providers") or [] if isinstance(p, dict)],
+            "warnings": [w for w in answer.get("warnings") or [] if isinstance(w, str)]}
 
 
 def _config_files(host: Host, env: dict[str, str], python: Optional[dict[str, Any]],

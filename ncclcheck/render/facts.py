@@ -115,23 +115,30 @@ def render_section(console: Console, name: str, sec: dict[str, Any]) -> None:
 
 
 def render_findings(console: Console, findings: list[dict[str, Any]]) -> None:
-    """Findings, worst first, each with its fix and citation."""
+    """Findings, worst first: severity, rule and title, then what was seen, the fix, the citation.
+
+    Blocks rather than a table, so that a narrow terminal wraps the prose and never breaks the
+    citation's URL (it is printed whole, to be clicked or copied).
+    """
     if not findings:
         console.print(Text("No findings.", style="green"))
         return
-    table = Table(title="Findings", title_justify="left", show_lines=True)
-    table.add_column("severity")
-    table.add_column("rule")
-    table.add_column("what and fix", overflow="fold")
-    for f in findings:
-        body = Text(f["message"])
-        body.append(f"\nfix: {f['fix']}", style="bold")
-        body.append(f"\nsee: {f['docs']}", style="dim")
-        if f.get("hosts") and len(f["hosts"]) > 1:
-            body.append(f"\nnodes: {', '.join(f['hosts'])}", style="dim")
-        table.add_row(Text(f["severity"], style=SEVERITY_STYLE.get(f["severity"], "")),
-                      Text(f["rule"]), body)
-    console.print(table)
+    console.print(Text(f"Findings ({len(findings)})", style="bold"))
+    for f in (f for f in findings if isinstance(f, dict)):
+        severity = str(f.get("severity", "?"))
+        console.print(Text.assemble((f"{severity:<8}", SEVERITY_STYLE.get(severity, "")), " ",
+                                    (str(f.get("rule", "?")), "bold"),
+                                    f"  {f.get('title') or ''}".rstrip()))
+        body = Table.grid(padding=(0, 1))
+        body.add_column(width=5, style="dim")
+        body.add_column(overflow="fold")
+        body.add_row("", Text(str(f.get("message", ""))))
+        body.add_row("fix", Text(str(f.get("fix", "")), style="bold"))
+        hosts = f.get("hosts") if isinstance(f.get("hosts"), list) else []
+        if len(hosts) > 1:
+            body.add_row("nodes", Text(", ".join(map(str, hosts)), style="dim"))
+        console.print(body)
+        console.print(Text(f"see   {f.get('docs', '')}", style="dim"), soft_wrap=True)
 
 
 def render_facts(console: Console, doc: dict[str, Any]) -> None:

@@ -3,12 +3,19 @@
 Each view takes a section's ``data`` and returns rich renderables. The full detail is always in
 ``--json``. A view that meets data it does not expect raises, and :mod:`ncclcheck.render.facts`
 falls back to the generic view, so odd data never breaks the output.
+
+Tables fit an 80-column terminal (or ``| less``) without losing a value: short cells (states,
+numbers, bus ids) never shrink below their width, long ones (names, paths, addresses) wrap, and
+the GPU/NIC matrix drops its NIC columns when it is too wide (the NIC rows keep the GPU/NIC
+distances).
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from rich import box
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -26,17 +33,88 @@ def grid(rows: list[tuple[str, Any]]) -> Table:
     return table
 
 
+def _cell(value: Any) -> Text:
+    return value if isinstance(value, Text) else Text("-" if value is None else str(value))
+
+
 def table(title: str, columns: list[str], rows: list[list[Any]],
-          wrap: tuple[str, ...] = ()) -> Table:
-    """A compact table with plain-text cells; only the columns in ``wrap`` may wrap."""
+          wrap: tuple[str, ...] = ()) -> "Fit":
+    """A compact table with plain-text cells; only the columns in ``wrap`` may wrap.
+
+    A column that may not wrap is never narrower than its widest line, so a narrow terminal
+    wraps the ``wrap`` columns instead of cutting a number short. Where even that does not fit,
+    each row is shown as a block of ``column  value`` lines (see :class:`Fit`).
+    """
     out = Table(title=title, title_justify="left", show_edge=False, pad_edge=False,
-                title_style="bold")
-    for col in columns:
-        out.add_column(Text(col), overflow="fold", no_wrap=col not in wrap)
-    for row in rows:
-        out.add_row(*(c if isinstance(c, Text) else Text("-" if c is None else str(c))
-                      for c in row))
-    return out
+                title_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True)
+    cells = [[_cell(c) for c in row] for row in rows]
+    minimum = 2 * (len(columns) - 1)  # two spaces between columns
+    for k, col in enumerate(columns):
+        lines = [col] + [line for row in cells if k < len(row)
+                         for line in row[k].plain.splitlines()]
+        widest = max(len(line) for line in lines)
+        if col in wrap:
+            least = min(widest, max(len(col), 8))
+            out.add_column(Text(col), overflow="fold", min_width=least)
+        else:
+            least = widest
+            out.add_column(Text(col), no_wrap=True, min_width=least)
+        minimum += least
+    for row in cells:
+        out.add_row(*row)
+    return Fit(out, title, columns, cells, minimum)
+
+
+class Fit:
+    """A table where it fits; else one block of ``column  value`` lines per row, so that a
+    narrow terminal never crops a value or squeezes a column to nothing."""
+
+    def __init__(self, table: Table, title: str, columns: list[str], rows: list[list[Text]],
+                 minimum: int) -> None:
+        self.table, self.title, self.columns, self.rows = table, title, columns, rows
+        self.minimum = minimum
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if self.minimum <= options.max_width:
+            yield self.table
+            return
+        yield Text(self.title, style="bold")
+        for row in self.rows:
+            yield grid([(col, cell) for col, cell in zip(self.columns, row)])
+            yield Text("")
+
+
+class Matrix:
+    """``nvidia-smi topo -m`` as text; without its NIC columns when the terminal is too narrow.
+
+    The matrix is symmetric, so the NIC rows still show every GPU/NIC distance. Both forms are
+    built here, so that odd data raises in the view (and gets the generic view), not at print.
+    """
+
+    def __init__(self, labels: list[str], names: list[str], matrix: list[list[Any]]) -> None:
+        self.labels = [str(label) for label in labels]
+        self.names = [str(name) for name in names]
+        self.matrix = [list(row) for row in matrix]
+        every = list(range(len(self.labels)))
+        gpus = [k for k in every if self.labels[k].startswith("GPU")]
+        self.full = self.lines(every)
+        self.gpu_only = self.lines(gpus) if gpus and len(gpus) < len(every) else None
+
+    def lines(self, keep: list[int]) -> list[str]:
+        """The matrix with only the columns in ``keep``."""
+        width = max(5, *(len(self.labels[k]) + 1 for k in keep))
+        out = [" " * 12 + "".join(f"{self.labels[k]:>{width}}" for k in keep)]
+        for name, row in zip(self.names, self.matrix):
+            out.append(f"{name[:11]:<12}" + "".join(
+                f"{str(row[k]) if k < len(row) else '?':>{width}}" for k in keep))
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines, title = self.full, "topology (nvidia-smi topo -m):"
+        if self.gpu_only and max(len(line) for line in lines) > options.max_width:
+            lines = self.gpu_only
+            title = "topology (nvidia-smi topo -m; NIC columns in --json or a wider terminal):"
+        yield Text("\n".join([title, *lines]), no_wrap=True, overflow="crop")
 
 
 def host_view(d: dict[str, Any]) -> list[Any]:
@@ -79,18 +157,13 @@ def gpu_view(d: dict[str, Any]) -> list[Any]:
                      active, yes_no(g.get("ecc_enabled")), yes_no(g.get("mig_mode"))])
     if rows:
         out.append(table("GPUs", ["#", "name", "bus id", "NUMA", "memory",
-                                  "PCIe now/max", "NVLinks up", "ECC", "MIG"], rows,
+                                  "PCIe now/max", "NVLinks", "ECC", "MIG"], rows,
                          wrap=("name",)))
     topo = d.get("topology") or {}
     labels, matrix = topo.get("labels") or [], topo.get("matrix") or []
     if labels and matrix:
         nics = topo.get("nics") or {}
-        names = [nics.get(label, label) for label in labels]
-        width = max(5, *(len(n) + 1 for n in labels))
-        lines = ["topology (nvidia-smi topo -m):", " " * 12 + "".join(f"{n:>{width}}" for n in labels)]
-        for name, row in zip(names, matrix):
-            lines.append(f"{str(name)[:11]:<12}" + "".join(f"{str(c):>{width}}" for c in row))
-        out.append(Text("\n".join(lines), no_wrap=True, overflow="crop"))
+        out.append(Matrix(labels, [nics.get(label) or label for label in labels], matrix))
     return out
 
 
@@ -129,22 +202,24 @@ def nccl_view(d: dict[str, Any]) -> list[Any]:
 
 
 def network_view(d: dict[str, Any]) -> list[Any]:
-    """One row per interface: kind, state, MTU, speed, addresses, PCI/NUMA, default route."""
+    """One row per interface: kind, state and speed, MTU, addresses, PCI/NUMA, notes."""
     rows = []
     for i in d.get("interfaces") or []:
         state = i.get("operstate") or "?"
         style = "green" if state == "up" else ("dim" if i.get("kind") == "loopback" else "yellow")
         speed = i.get("speed_mbps")
+        if isinstance(speed, (int, float)) and speed > 0:
+            state += f" {speed / 1000:g}G"
+        notes = [note for note in ("default route" if i.get("default_route") else None,
+                                   f"in {i['master']}" if i.get("master") else None) if note]
         rows.append([
             i.get("name"), i.get("kind"), Text(state, style=style), i.get("mtu"),
-            f"{speed / 1000:g}G" if isinstance(speed, (int, float)) and speed > 0 else None,
-            ", ".join(f"{a.get('address')}/{a.get('prefix')}" for a in i.get("ipv4") or []),
-            i.get("master"),
+            "\n".join(f"{a.get('address')}/{a.get('prefix')}" for a in i.get("ipv4") or []),
             " ".join(str(x) for x in (i.get("pci_address"), i.get("numa_node")) if x is not None),
-            "default" if i.get("default_route") else "",
+            ", ".join(notes),
         ])
-    return [table("Interfaces", ["name", "kind", "state", "MTU", "speed", "IPv4", "master",
-                                 "PCI NUMA", "route"], rows, wrap=("IPv4",))]
+    return [table("Interfaces", ["name", "kind", "state", "MTU", "IPv4", "PCI NUMA", "notes"],
+                  rows, wrap=("name", "notes"))]
 
 
 def ib_view(d: dict[str, Any]) -> list[Any]:
@@ -156,13 +231,16 @@ def ib_view(d: dict[str, Any]) -> list[Any]:
             rows.append([f"{dev.get('name')}:{p.get('port')}",
                          Text(state, style="green" if state == "ACTIVE" else "yellow"),
                          p.get("rate_gbps") and f"{p.get('rate_gbps'):g} Gb/s",
-                         "RoCE" if p.get("link_layer") == "Ethernet" else p.get("link_layer"),
+                         {"Ethernet": "RoCE", "InfiniBand": "IB"}.get(p.get("link_layer") or "",
+                                                                       p.get("link_layer")),
                          p.get("netdev"), p.get("roce_v2_ipv4_gid_index"),
                          dev.get("pci_address"), dev.get("numa_node")])
     gdr = d.get("gdr") or {}
     devs = d.get("dev_infiniband") or {}
-    return [table("RDMA ports", ["port", "state", "rate", "link", "netdev", "RoCEv2 IPv4 GID",
-                                 "PCI", "NUMA"], rows, wrap=("netdev",)),
+    return [table("RDMA ports", ["port", "state", "rate", "link", "netdev", "GID idx", "PCI",
+                                 "NUMA"], rows, wrap=("port", "netdev")),
+            Text("GID idx: the RoCE v2 IPv4 GID, NCCL's default since 2.21 (NCCL_IB_GID_INDEX "
+                 "before)", style="dim"),
             grid([("/dev/infiniband", "visible" if devs.get("visible") else "not visible"),
                   ("GPUDirect RDMA", Text(("ready" if gdr.get("ready") else "not ready"
                                            if gdr.get("ready") is False else "unknown")

@@ -8,7 +8,10 @@ from ncclcheck.rules.base import Finding, Rule, Severity, fact
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
-    """Fire when GPUs and RDMA devices exist and the probe says GDR is not ready."""
+    """Fire when GPUs and RDMA devices exist and the probe says GDR is not ready.
+
+    A node without GPUs or without RDMA devices (its section unavailable) passes.
+    """
     gdr = fact(facts, "ib.gdr", {})
     if not fact(facts, "gpu.gpus", []) or not fact(facts, "ib.devices", []):
         return []
@@ -25,13 +28,15 @@ RULE = Rule(
     id="ib-gdr-not-ready",
     title="Enable GPUDirect RDMA (nvidia-peermem or DMA-BUF)",
     severity=Severity.WARNING,
-    reads=("ib.gdr", "ib.devices", "gpu.gpus"),
+    reads=("ib.gdr?", "ib.devices?", "gpu.gpus?"),
     sets=(),
     why=("NCCL's IB transport offers GPU memory to the NIC only when "
-         "/sys/kernel/mm/memory_peers/nv_mem/version or /sys/module/nvidia_peermem/version exists, "
+         "/sys/kernel/mm/memory_peers/nv_mem/version, .../nv_mem_nc/version or "
+         "/sys/module/nvidia_peermem/version exists, "
          "or DMA-BUF registration works (src/transport/net_ib/gdr.cc); otherwise every transfer is "
          "copied through host memory and bandwidth drops."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#gpu-direct",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
+         "gpu_troubleshooting.html#gpu-to-nic-communication",
     fix="sudo modprobe nvidia-peermem (and load it at boot), or use the open GPU kernel module "
         "with a DMA-BUF capable kernel.",
     check=check,

@@ -27,7 +27,7 @@ RULE = Rule(
     id="nccl-library-missing",
     title="Install an NCCL library",
     severity=Severity.WARNING,
-    reads=("nccl.libraries",),
+    reads=("nccl.libraries", "nccl.torch?"),
     sets=(),
     why=("PyTorch CUDA wheels load NCCL from the nvidia-nccl-cu12 wheel (site-packages/nvidia/"
          "nccl/lib); other frameworks and nccl-tests load libnccl.so.2 through the dynamic "
