@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ncclcheck import __version__
-from ncclcheck.errors import BadInput
+from ncclcheck.errors import BadInput, NcclcheckError
 
 #: schema name -> the newest version this ncclcheck reads and writes.
 SCHEMAS: dict[str, int] = {
@@ -116,11 +116,16 @@ def write_atomic(path: str | Path, text: str) -> None:
             os.umask(umask)
             os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)):
+            raise BadInput(f"{path}: cannot write ({exc.strerror or exc})") from None
+        if isinstance(exc, OSError):
+            raise NcclcheckError(f"{path}: write failed ({exc.strerror or exc}); "
+                                 "the previous file, if any, is unchanged") from None
         raise
 
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from ncclcheck import schema
-from ncclcheck.errors import BadInput
+from ncclcheck.errors import BadInput, NcclcheckError
 
 
 def test_envelope_carries_integer_version():
@@ -49,7 +49,7 @@ def test_write_atomic_keeps_old_file_on_failure(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError):
+    with pytest.raises(NcclcheckError, match="No space left on device.*unchanged"):
         schema.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["facts.json"]   # no temp file left
@@ -62,3 +62,10 @@ def test_write_atomic_into_missing_dir_is_bad_input(tmp_path):
 
 def test_dumps_is_stable():
     assert schema.dumps({"b": 1, "a": [2]}) == json.dumps({"a": [2], "b": 1}, indent=2) + "\n"
+
+
+def test_write_atomic_onto_a_directory_is_bad_input(tmp_path):
+    (tmp_path / "out").mkdir()
+    with pytest.raises(BadInput, match="cannot write"):
+        schema.write_atomic(tmp_path / "out", "x")
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
