@@ -22,7 +22,7 @@ The recommendation document (``"schema": "ncclcheck/recommendation"``)::
     {"hosts": [...], "failed": [{"host", "reason"}], "env": {VAR: value},
      "reasons": {VAR: [{"rule", "severity", "message", "why", "docs", "hosts"}]},
      "findings": [...], "skipped": [...], "errors": [...],
-     "conflicts": [{"var", "values": {"rule" | "rule@host,...": value}, "why"}],
+     "conflicts": [{"var", "values": {"rule" | "rule@host,...": value}, "why", "reasons"}],
      "ties": [{"var", "candidates", "chosen", "decided_by", "measurements", "decide_with"}],
      "withheld": [{"var", "value", "rule", "why"}], "refused": [{"var", "value", "why"}],
      "env_overrides": [{"var", "host", "value", "recommended"}],
@@ -38,6 +38,7 @@ from typing import Any
 
 from ncclcheck import schema
 from ncclcheck.envformat import render, split_safe
+from ncclcheck.rules.cloud_azure_topo_file import TOPO_IN_ETC
 
 #: A measured candidate must beat the others by this fraction to decide a tie.
 NOISE = 0.05
@@ -52,7 +53,7 @@ def load_facts(paths: Iterable[str]) -> dict[str, Any]:
     """A cluster document from ``--probe`` files/folders (see :func:`ncclcheck.cluster.load_sources`)."""
     from ncclcheck.cluster import load_sources
 
-    return load_sources(paths)
+    return load_sources(paths, with_differences=False)  # recommend() works them out
 
 
 def probe_this_node() -> dict[str, Any]:
@@ -62,7 +63,7 @@ def probe_this_node() -> dict[str, Any]:
     from ncclcheck.probe import collect_facts
 
     facts = collect_facts(LiveHost("/"), findings=False)
-    return cluster_document([facts], [], source="this node")
+    return cluster_document([facts], [], source="this node", with_differences=False)
 
 
 def bench_runs(doc: dict[str, Any], source: str) -> list[dict[str, Any]]:
@@ -144,7 +145,8 @@ def merge(findings: list[dict[str, Any]], skipped: list[dict[str, Any]],
                    "nodes need different values: " + "; ".join(f"{w.split('@', 1)[-1]} needs {v}"
                                                               for w, v in by_who.items())
                    + " (set it per node, e.g. in each node's /etc/nccl.conf)")
-            conflicts.append({"var": var, "values": by_who, "why": why})
+            conflicts.append({"var": var, "values": by_who, "why": why,
+                              "reasons": [f"{_who(f, hosts)}: {f['message']}" for _, f in props]})
             continue
         value = values.pop()
         held = [f for _, f in props if f["rule"] in partial]
@@ -230,6 +232,16 @@ def decide_ties(ties: list[dict[str, Any]], runs: list[dict[str, Any]],
             "hosts": []}] + facts_said
 
 
+def tie_line(tie: dict[str, Any]) -> str:
+    """One line saying what the facts cannot decide.
+
+    >>> tie_line({"var": "NCCL_SOCKET_IFNAME", "candidates": ["=a,b", "=a", "=b"]})
+    'TIE NCCL_SOCKET_IFNAME: the facts cannot choose between =a,b | =a | =b (not measured)'
+    """
+    return (f"TIE {tie['var']}: the facts cannot choose between {' | '.join(tie['candidates'])} "
+            f"({tie.get('verdict') or 'not measured'})")
+
+
 def candidate_files(tie: dict[str, Any], env: dict[str, str]) -> dict[str, str]:
     """One env file text per candidate of a tie: the full recommendation with that value.
 
@@ -253,6 +265,8 @@ def env_overrides(nodes: list[dict[str, Any]], env: dict[str, str]) -> list[dict
     out = []
     for node in nodes:
         current = fact(node, "env.nccl") or {}
+        if not isinstance(current, dict):
+            continue
         for var, value in env.items():
             if var in current and current[var] != value:
                 out.append({"var": var, "host": str(node.get("hostname")),
@@ -263,11 +277,11 @@ def env_overrides(nodes: list[dict[str, Any]], env: dict[str, str]) -> list[dict
 def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
               sources: list[str] | None = None) -> dict[str, Any]:
     """The recommendation document for a cluster document and optional bench runs."""
+    from ncclcheck.cluster import differences, gc_paused
     from ncclcheck.rules import CLUSTER_RULES, NODE_RULES
+    from ncclcheck.rules.common import facts_frozen
     from ncclcheck.rules.engine import evaluate
-    from ncclcheck.rules.net_socket_ifname import forget
 
-    forget()
     nodes = list(cluster.get("nodes") or [])
     if not nodes:
         from ncclcheck.errors import NcclcheckError
@@ -276,8 +290,11 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
         raise NcclcheckError("no node's facts to recommend from"
                              + (f" (every host failed: {failed[:300]})" if failed else ""))
     hosts = [str(n.get("hostname")) for n in nodes]
-    result = evaluate(NODE_RULES + CLUSTER_RULES, nodes) if nodes else {
-        "findings": [], "skipped": [], "errors": []}
+    # rules over 1,000 nodes allocate a lot and free it all by refcount; and they share the
+    # interface selection and per-node port lists, worked out once while the facts hold still
+    with gc_paused(), facts_frozen():
+        diffs = differences(nodes)
+        result = evaluate(NODE_RULES + CLUSTER_RULES, nodes)
     merged = merge(result["findings"], result["skipped"], hosts)
     env, reasons = merged["env"], merged["reasons"]
     runs = runs or []
@@ -301,7 +318,7 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
         env_overrides=env_overrides(nodes, ordered),
         bench_used=[{k: r.get(k) for k in ("file", "label", "op", "peak_busbw_gbps", "env")}
                     for r in runs],
-        differences=cluster.get("differences") or {}, sources=sources or [])
+        differences=diffs, sources=sources or [])
 
 
 # -- output --------------------------------------------------------------------------------------
@@ -321,12 +338,19 @@ def header_lines(doc: dict[str, Any], fmt: str) -> list[str]:
     shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
     lines = [(f"NCCL settings from ncclcheck {__version__} recommend, for {len(hosts)} node(s): "
               f"{shown or 'none'}")]
+    azure = sorted({h for f in doc.get("findings") or []
+                    for h in (f.get("evidence") or {}).get(TOPO_IN_ETC) or {}})
     if fmt == "env":
         lines += ["Use: set -a; . ./nccl.env; set +a  |  NCCL_CONF_FILE=$PWD/nccl.env (NCCL >= 2.23)",
-                  "     docker run --env-file nccl.env  |  systemd EnvironmentFile=  |  /etc/nccl.conf",
+                  "     docker run --env-file nccl.env  |  systemd EnvironmentFile="
+                  + ("" if azure else "  |  /etc/nccl.conf"),
                   "A variable already in a process's environment wins over this file in NCCL."]
     else:
         lines += ["Use: . ./nccl.sh (bash, zsh, sh) before torchrun, srun or mpirun."]
+    if azure:
+        lines += _wrap(f"Azure: do NOT copy this file over /etc/nccl.conf on {', '.join(azure[:4])}"
+                       f"{' ...' if len(azure) > 4 else ''}: that file names NCCL's topology file "
+                       "for the VM (cloud-azure-topo-file)", "")
     for item in doc.get("failed") or []:
         lines.append(f"NOT CHECKED against {item.get('host')}: {item.get('reason')}")
     if not doc.get("env"):
@@ -364,32 +388,55 @@ def footer_lines(doc: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for c in doc.get("conflicts") or []:
         lines += _wrap(f"NOT SET {c['var']}: {c['why']}", "")
+        for reason in c.get("reasons") or []:
+            lines += _wrap(reason, "  ")
     for w in doc.get("withheld") or []:
         lines += _wrap(f"NOT SET {w['var']}={w['value']} ({w['rule']}): {w['why']}", "")
     for r in doc.get("refused") or []:
         lines += _wrap(f"NOT SET {r['var']}: {r['why']}", "")
+    for e in doc.get("errors") or []:
+        lines += _wrap(f"NOT CHECKED {e['rule']}: the rule failed on these facts ({e['error']}); "
+                       "its variables are missing from this file", "")
     for t in doc.get("ties") or []:
         if t.get("decided_by"):
             lines += _wrap(f"TIE {t['var']} decided by bench: {t.get('verdict')}", "")
         else:
-            lines += _wrap(f"TIE {t['var']}: {' or '.join(t['candidates'])} qualify equally "
-                           f"({t.get('verdict') or 'not measured'}); decide with: "
-                           f"{t['decide_with']} (recommend --candidates-dir writes the files)", "")
+            lines += _wrap(f"{tie_line(t)}; decide with: {t['decide_with']} (recommend "
+                           "--candidates-dir writes the files)", "")
     acted = {f["rule"] for r in doc["reasons"].values() for f in r}
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for f in doc.get("findings") or []:
-        if f["severity"] in ("warning", "error") and not f.get("env") and f["rule"] not in acted:
-            grouped[(f["severity"], f["rule"])].append(f)
-    for (severity, rule), found in grouped.items():
-        per_node = len(found) > 1 and all(len(f.get("hosts") or []) == 1 for f in found)
-        if not per_node:  # cluster findings: each says something different
-            for f in found:
-                lines += _wrap(f"{severity.upper()} {rule}: {f['message']}", "")
-            continue
-        hosts = sorted({h for f in found for h in f.get("hosts") or []})
-        where = f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}"
-        lines += _wrap(f"{severity.upper()} {rule}{where}: {found[0]['message']}", "")
+    node_rules = _node_rule_ids()
+    to_act = [f for f in doc.get("findings") or []
+              if f["severity"] in ("warning", "error") and not f.get("env") and f["rule"] not in acted]
+    for f in group_findings(to_act):
+        hosts = f.get("hosts") or []
+        where = (f" on {', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}"
+                 if f["rule"] in node_rules and hosts else "")
+        lines += _wrap(f"{f['severity'].upper()} {f['rule']}{where}: {f['message']}", "")
     return lines
+
+
+def _node_rule_ids() -> set[str]:
+    from ncclcheck.rules import NODE_RULES
+
+    return {r.id for r in NODE_RULES}
+
+
+def group_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Findings that say the same thing (severity, rule, message) merged into one naming every
+    node, in their first order: 1,000 nodes with the same small /dev/shm make one line.
+
+    >>> f = lambda h: {"severity": "error", "rule": "r", "message": "m", "hosts": [h]}
+    >>> [g["hosts"] for g in group_findings([f("b"), f("a"), {**f("c"), "message": "n"}])]
+    [['a', 'b'], ['c']]
+    """
+    groups: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for f in findings:
+        key = (f["severity"], f["rule"], f["message"])
+        if key in groups:
+            groups[key]["hosts"] = sorted({*groups[key]["hosts"], *(f.get("hosts") or [])})
+        else:
+            groups[key] = {**f, "hosts": sorted(f.get("hosts") or [])}
+    return list(groups.values())
 
 
 def render_output(doc: dict[str, Any], fmt: str) -> str:
@@ -400,8 +447,9 @@ def render_output(doc: dict[str, Any], fmt: str) -> str:
 
 
 def problems(doc: dict[str, Any]) -> list[dict[str, str]]:
-    """Findings plus conflicts and refused values (as errors), for ``--fail-on``."""
-    extra = [{"severity": "error"} for _ in (doc.get("conflicts") or []) + (doc.get("refused") or [])]
+    """Findings plus conflicts, refused values and rule errors (as errors), for ``--fail-on``."""
+    extra = [{"severity": "error"} for _ in (doc.get("conflicts") or []) + (doc.get("refused") or [])
+             + (doc.get("errors") or [])]
     return list(doc.get("findings") or []) + extra
 
 
@@ -441,7 +489,16 @@ def verify_document(doc: dict[str, Any], nccl_lib: str | None,
     with tempfile.TemporaryDirectory(prefix="ncclcheck-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
         Path(path).write_text(render_output(doc, "env"), encoding="utf-8")
-        return verify(path, find_libnccl(local_facts, nccl_lib))
+        result = verify(path, find_libnccl(local_facts, nccl_lib))
+    if local_facts is None and not result["ok"]:
+        import socket
+
+        hosts = doc.get("hosts") or []
+        result["problems"].append(
+            f"this machine ({socket.gethostname()}) is not one of the nodes "
+            f"({', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}): the check ran here, "
+            "where their interfaces may not exist; run --verify on a node")
+    return result
 
 
 def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify: bool = False,
@@ -450,15 +507,19 @@ def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify
     """Everything ``ncclcheck recommend`` does but printing: (document, output text, problems)."""
     import socket
 
-    cluster = load_facts(probe_paths) if probe_paths else probe_this_node()
-    runs = load_bench(bench_paths)
-    doc = recommend(cluster, runs, sources=list(probe_paths) or ["this node (live probe)"])
+    from ncclcheck.cluster import gc_paused
+
+    with gc_paused():  # thousands of facts documents: see gc_paused
+        cluster = load_facts(probe_paths) if probe_paths else probe_this_node()
+        runs = load_bench(bench_paths)
+        doc = recommend(cluster, runs, sources=list(probe_paths) or ["this node (live probe)"])
+        nodes = cluster.get("nodes") or []
+        here = socket.gethostname()
+        local = next((n for n in nodes if n.get("hostname") == here),
+                     nodes[0] if not probe_paths and nodes else None)
+        del cluster, nodes  # freed here, by reference counting, before the collector is back
     if candidates_dir:
         write_candidates(doc, candidates_dir)
     if verify:
-        here = socket.gethostname()
-        nodes = cluster.get("nodes") or []
-        local = next((n for n in nodes if n.get("hostname") == here),
-                     nodes[0] if not probe_paths and nodes else None)
         doc["verify"] = verify_document(doc, nccl_lib, local)
     return doc, render_output(doc, fmt), problems(doc)

@@ -242,11 +242,12 @@ def verify(env_path: str, library: str | None, timeout: float = VERIFY_TIMEOUT_S
         if environ.get(name) != value:
             problems.append(f"{name}: the file says {value!r} but NCCL read {environ.get(name)!r}")
     if answer.get("rc") != 0:
-        last = answer.get("last_error") or ""
-        warn = [line for line in log.splitlines() if "WARN" in line][-1:]
+        last = (answer.get("last_error") or "").strip()
+        warn = [line.split("NCCL WARN", 1)[-1].strip() for line in log.splitlines()
+                if "NCCL WARN" in line][-1:]
         problems.append(f"ncclGetUniqueId failed (ncclResult {answer.get('rc')})"
-                        + (f": {last.strip()}" if last.strip() else "")
-                        + (f"; {warn[0].strip()}" if warn else ""))
+                        + (f": {last}" if last else "")
+                        + (f"; NCCL WARN {warn[0]}" if warn and warn[0] not in last else ""))
         return result
     boot = parse_bootstrap_line(log)
     uid = parse_unique_id(answer.get("unique_id") or "")

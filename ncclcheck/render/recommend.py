@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ncclcheck.recommend import group_findings, tie_line
+
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
@@ -40,6 +42,8 @@ def render_explanation(console: Console, doc: dict[str, Any], explain: bool = Fa
         console.print(Text("set: nothing (NCCL's defaults fit these nodes)"))
     for c in doc.get("conflicts") or []:
         console.print(Text(f"CONFLICT {c['var']} not set: {c['why']}", style="bold red"))
+        for reason in c.get("reasons") or []:
+            console.print(Text(f"  {reason}", style="red"))
     for w in doc.get("withheld") or []:
         console.print(Text(f"WITHHELD {w['var']}={w['value']} ({w['rule']}): {w['why']}",
                            style="yellow"))
@@ -49,13 +53,15 @@ def render_explanation(console: Console, doc: dict[str, Any], explain: bool = Fa
         if t.get("decided_by"):
             console.print(Text(f"TIE {t['var']} decided by bench: {t.get('verdict')}", style="green"))
         else:
-            console.print(Text(f"TIE {t['var']}: {' or '.join(t['candidates'])} qualify equally "
-                               f"({t.get('verdict') or 'not measured'}); decide with: "
-                               f"{t['decide_with']}", style="yellow"))
+            console.print(Text(f"{tie_line(t)}; decide with: {t['decide_with']}",
+                               style="yellow"))
+    overrides: dict[tuple[str, str, str], list[str]] = {}
     for o in doc.get("env_overrides") or []:
-        console.print(Text(f"note: {o['host']} has {o['var']}={o['value']} in its environment; "
-                           f"it wins over the file's {o['recommended']}", style="yellow"))
-    findings = [f for f in doc.get("findings") or [] if not f.get("env")]
+        overrides.setdefault((o["var"], o["value"], o["recommended"]), []).append(o["host"])
+    for (var, value, recommended), where in overrides.items():
+        console.print(Text(f"note: {var}={value} in the environment of {_hosts(where, 4)} wins "
+                           f"over the file's {recommended}; unset it there", style="yellow"))
+    findings = group_findings(f for f in doc.get("findings") or [] if not f.get("env"))
     if findings:
         ftable = Table(show_edge=False, pad_edge=False, title="findings", title_justify="left")
         for col in ("severity", "rule", "nodes", "finding"):
@@ -86,10 +92,8 @@ def render_reasons(console: Console, doc: dict[str, Any]) -> None:
             if r["rule"] not in seen:
                 seen.add(r["rule"])
                 console.print(Text(f"    why: {r.get('why')}"))
-                console.print(Text(f"    see: {r.get('docs')}", style="dim"))
-    for f in doc.get("findings") or []:
-        if f.get("env"):
-            continue
+                console.print(Text(f"    see: {r.get('docs')}", style="dim"), soft_wrap=True)
+    for f in group_findings(f for f in doc.get("findings") or [] if not f.get("env")):
         console.print(Text(f"{f['rule']} [{f['severity']}] on {_hosts(f.get('hosts'), 8)}",
                            style=SEVERITY_STYLE.get(f["severity"], "")))
         console.print(Text(f"  {f['message']}"))
@@ -97,7 +101,7 @@ def render_reasons(console: Console, doc: dict[str, Any]) -> None:
         if f["rule"] not in seen:
             seen.add(f["rule"])
             console.print(Text(f"  why: {f.get('why')}"))
-            console.print(Text(f"  see: {f.get('docs')}", style="dim"))
+            console.print(Text(f"  see: {f.get('docs')}", style="dim"), soft_wrap=True)
     for s in doc.get("skipped") or []:
         console.print(Text(f"skipped {s['rule']} on {_hosts(s.get('hosts'), 8)}: {s['reason']}",
                            style="dim"))
@@ -124,7 +128,7 @@ def render_rules(console: Console, rules: list[Any], explain: bool = False) -> N
             console.print(Text(f"  reads: {', '.join(rule.reads)}  sets: {', '.join(rule.sets) or '-'}"))
             console.print(Text(f"  why: {rule.why}"))
             console.print(Text(f"  fix: {rule.fix}"))
-            console.print(Text(f"  see: {rule.docs}", style="dim"))
+            console.print(Text(f"  see: {rule.docs}", style="dim"), soft_wrap=True)
 
 
 def render_verify(console: Console, result: dict[str, Any]) -> None:

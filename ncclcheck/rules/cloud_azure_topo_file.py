@@ -16,6 +16,8 @@ from typing import Any
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 
 AZURE_DRIVERS = ("hv_netvsc", "mana")
+#: Evidence key of the finding naming nodes whose /etc/nccl.conf holds the topology file.
+TOPO_IN_ETC = "etc_nccl_conf.NCCL_TOPO_FILE"
 
 
 def system_conf(facts: dict[str, Any]) -> dict[str, str]:
@@ -38,7 +40,9 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     azure = [n for n in nodes if is_azure(n)]
     if not azure:
         return []
-    kept, missing, overridden = [], [], {}
+    kept: dict[str, str] = {}
+    missing: list[str] = []
+    overridden: dict[str, str] = {}
     for node in azure:
         host = hostname(node)
         topo = system_conf(node).get("NCCL_TOPO_FILE")
@@ -46,7 +50,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
         if env_topo and env_topo != topo:
             overridden[host] = f"{env_topo} (the file says {topo or 'nothing'})"
         elif topo:
-            kept.append(host)
+            kept[host] = topo
         elif fact(node, "gpu.gpus", []) and fact(node, "ib.devices", []):
             missing.append(host)
     findings = []
@@ -68,7 +72,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
             message=(f"/etc/nccl.conf sets NCCL's topology file on {len(kept)} Azure node(s): "
                      "keep it; use this env file with NCCL_CONF_FILE or export it, never copy "
                      "it over /etc/nccl.conf"),
-            severity=Severity.INFO, hosts=tuple(kept)))
+            severity=Severity.INFO, hosts=tuple(kept), evidence={TOPO_IN_ETC: kept}))
     return findings
 
 

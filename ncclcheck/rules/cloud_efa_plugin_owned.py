@@ -14,13 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.common import configured
 
-#: What aws-ofi-nccl sets itself, or what the EFA guidance says to leave alone.
-PLUGIN_OWNED = ("NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_TOPO_FILE", "NCCL_PROTO",
-                "NCCL_NVLSTREE_MAX_CHUNKSIZE", "NCCL_NVLS_CHUNKSIZE", "NCCL_NET_FORCE_FLUSH",
-                "NCCL_NETDEVS_POLICY", "NCCL_NVLS_ENABLE", "NCCL_TUNER_PLUGIN",
-                "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_MIN_NCHANNELS",
-                "NCCL_IB_DISABLE", "NCCL_NET")
+#: What aws-ofi-nccl sets itself per platform when unset (src/platform-aws.cpp ``insert_envvar``).
+PLUGIN_SETS = ("NCCL_BUFFSIZE", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_TOPO_FILE", "NCCL_PROTO",
+               "NCCL_NVLSTREE_MAX_CHUNKSIZE", "NCCL_NVLS_CHUNKSIZE", "NCCL_NET_FORCE_FLUSH",
+               "NCCL_NETDEVS_POLICY", "NCCL_NVLS_ENABLE", "NCCL_TUNER_PLUGIN")
+#: What the EFA guidance (aws-ofi-nccl doc/efa-env-var.md, the EFA cheatsheet) says to leave at
+#: its default, or that does not apply to EFA.
+GUIDANCE_LEAVES = ("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD", "NCCL_MIN_NCHANNELS")
+PLUGIN_OWNED = PLUGIN_SETS + GUIDANCE_LEAVES
 
 
 def efa_devices(facts: dict[str, Any]) -> list[str]:
@@ -62,15 +65,20 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
         host = hostname(node)
         if host not in efa:
             continue
-        values = {**(fact(node, "nccl.conf_env") or {}), **(fact(node, "env.nccl") or {})}
         for name in PLUGIN_OWNED:
-            if name in values:
-                owned.setdefault(f"{name}={values[name]}", []).append(host)
+            value = configured(node, name)
+            if value is not None:
+                owned.setdefault(f"{name}={value}", []).append(host)
     if owned:
-        listing = "; ".join(f"{k} on {', '.join(v[:4])}" for k, v in sorted(owned.items()))
+        def listing(names: tuple[str, ...]) -> str:
+            return "; ".join(f"{k} on {', '.join(v[:4])}" for k, v in sorted(owned.items())
+                             if k.split("=", 1)[0] in names)
+        parts = [f"overriding the value aws-ofi-nccl sets per instance type: {text}"
+                 for text in [listing(PLUGIN_SETS)] if text]
+        parts += [f"that the EFA guidance leaves at NCCL's default or says do not apply: {text}"
+                  for text in [listing(GUIDANCE_LEAVES)] if text]
         findings.append(Finding(
-            message=(f"set by hand on EFA nodes, overriding aws-ofi-nccl's per-instance value: "
-                     f"{listing}"),
+            message="set by hand on EFA nodes, " + "; and ".join(parts),
             fix="Unset these and let the plugin choose (keep them only if a measurement says so).",
             severity=Severity.WARNING, hosts=tuple(sorted({h for v in owned.values() for h in v})),
             evidence={"plugin_owned": owned}))
@@ -85,7 +93,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
             severity=Severity.INFO, hosts=tuple(no_device)))
     if not findings:
         findings.append(Finding(
-            message=(f"EFA with aws-ofi-nccl on {len(efa)} node(s): NCCL_NET, buffer, chunk, "
+            message=(f"EFA with aws-ofi-nccl on {len(efa)} node(s): the network, buffer, chunk, "
                      "protocol, topology and socket-thread variables are left to the plugin"),
             severity=Severity.INFO, evidence={"nccl.net_plugin": {h: p for h, (_, p) in efa.items()}}))
     return findings

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
-from ncclcheck.rules.cluster_nccl_version_mismatch import outliers
+from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.common import mismatch
 
 
 def _cuda(facts: dict[str, Any]) -> str | None:
@@ -21,20 +21,7 @@ def _cuda(facts: dict[str, Any]) -> str | None:
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Fire when the CUDA versions (the driver's, and torch's build) differ between nodes."""
-    found = {hostname(n): _cuda(n) for n in nodes}
-    known = {h: v for h, v in found.items() if v}
-    if len(set(known.values())) < 2:
-        return []
-    common, odd = outliers(known)
-    listing = "; ".join(f"{h}: {known[h]}" for h in odd[:8])
-    return [Finding(
-        message=(f"CUDA versions differ: most nodes have {common}, but {listing}"
-                 f"{' and more' if len(odd) > 8 else ''}"),
-        evidence={"gpu.cuda_driver_version": {h: fact(n, "gpu.cuda_driver_version")
-                                              for n in nodes for h in [hostname(n)]},
-                  "nccl.torch.cuda": {h: (fact(n, "nccl.torch") or {}).get("cuda")
-                                      for n in nodes for h in [hostname(n)]}},
-        hosts=tuple(odd))]
+    return mismatch(nodes, _cuda, "CUDA versions", "cuda")
 
 
 RULE = Rule(

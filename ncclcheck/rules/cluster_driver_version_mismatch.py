@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
-from ncclcheck.rules.cluster_nccl_version_mismatch import outliers
+from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.common import mismatch
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Fire when the driver version differs between nodes."""
-    found = {hostname(n): fact(n, "gpu.driver_version") for n in nodes}
-    known = {h: v for h, v in found.items() if v}
-    if len(set(known.values())) < 2:
-        return []
-    common, odd = outliers(known)
-    listing = ", ".join(f"{h}={known[h]}" for h in odd[:8])
-    return [Finding(
-        message=(f"NVIDIA driver versions differ: most nodes run {common}, but {listing}"
-                 f"{' and more' if len(odd) > 8 else ''}"),
-        evidence={"gpu.driver_version": known}, hosts=tuple(odd))]
+    return mismatch(nodes, lambda n: fact(n, "gpu.driver_version"), "NVIDIA driver versions",
+                    "gpu.driver_version")
 
 
 RULE = Rule(

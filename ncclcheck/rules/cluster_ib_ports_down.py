@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
-from ncclcheck.rules.ib_hca_select import natural
+from ncclcheck.rules.common import natural
 
 
 def port_states(facts: dict[str, Any]) -> dict[str, str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
-from ncclcheck.rules.cluster_nccl_version_mismatch import outliers
+from ncclcheck.rules.common import outliers
 from ncclcheck.rules.ib_roce_gid_index import roce_ports
 from ncclcheck.rules.net_socket_ifname import select
 
@@ -54,8 +54,9 @@ RULE = Rule(
     sets=(),
     why=("Frames larger than the smallest MTU on the path are dropped (jumbo frames on one end "
          "only): TCP stalls on large messages and RoCE fails with IBV_WC_LOC_LEN_ERR or hangs; "
-         "NCCL 2.20 stopped adjusting to the remote MTU (NVIDIA/nccl#1524). RoCE guidance: "
-         "port MTU 4200 so the active MTU is 4096 everywhere."),
+         "NCCL 2.20 did not adjust the QP to the remote MTU (NVIDIA/nccl#1524; later releases "
+         "take the smaller of the two ends, but switches still drop oversized frames). RoCE "
+         "guidance: port MTU 4200 so the active MTU is 4096 everywhere."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#networking-issues",
     fix="Set the same MTU on these interfaces on every node (and on the switch ports); check "
         "with ping -M do -s <mtu-28>.",

@@ -8,10 +8,10 @@ and :func:`versions` to gate version-specific advice.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname, version_tuple
+from ncclcheck.rules.common import mismatch
 
 
 def node_version(facts: dict[str, Any]) -> str | None:
@@ -43,30 +43,11 @@ def oldest(nodes: list[dict[str, Any]]) -> tuple[tuple[int, ...] | None, str | N
     return min(known)
 
 
-def outliers(values: dict[str, Any]) -> tuple[Any, list[str]]:
-    """The most common value and the hosts that differ from it.
-
-    >>> outliers({"a": "1", "b": "1", "c": "2"})
-    ('1', ['c'])
-    """
-    counts = Counter(v for v in values.values())
-    common = counts.most_common(1)[0][0] if counts else None
-    return common, sorted(h for h, v in values.items() if v != common)
-
-
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Fire when nodes load different NCCL versions (unknown versions are listed, not compared)."""
-    found = versions(nodes)
-    known = {h: v for h, v in found.items() if v}
-    if len(set(known.values())) < 2:
-        return []
-    common, odd = outliers(known)
-    listing = ", ".join(f"{h}={known[h]}" for h in odd[:8])
-    return [Finding(
-        message=(f"NCCL versions differ: most nodes load {common}, but {listing}"
-                 f"{' and more' if len(odd) > 8 else ''}; ranks on different versions can fail "
-                 "at connect ('Mismatched NCCL version') or disagree on defaults"),
-        evidence={"nccl.version": known}, hosts=tuple(odd))]
+    return mismatch(nodes, node_version, "NCCL versions", "nccl.version",
+                    "; ranks on different versions can fail at connect ('Mismatched NCCL "
+                    "version') or disagree on defaults")
 
 
 RULE = Rule(

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Iterable
 
 from ncclcheck.rules.base import Finding, Rule, hostname, section
+
+
+@lru_cache(maxsize=512)
+def _parse_read(declared: str) -> tuple[bool, str, str, tuple[str, ...]]:
+    """``"ib.devices?"`` -> (optional, path, section, keys), parsed once per read."""
+    path = declared.rstrip("?")
+    name, _, rest = path.partition(".")
+    return declared.endswith("?"), path, name, tuple(rest.split(".")) if rest else ()
 
 
 def missing_reads(rule: Rule, facts: dict[str, Any]) -> str | None:
@@ -15,9 +24,7 @@ def missing_reads(rule: Rule, facts: dict[str, Any]) -> str | None:
     stop the rule. A section that was not collected or whose probe failed still does.
     """
     for declared in rule.reads:
-        optional = declared.endswith("?")
-        path = declared.rstrip("?")
-        name, _, rest = path.partition(".")
+        optional, path, name, keys = _parse_read(declared)
         sec = (facts.get("sections") or {}).get(name)
         if not sec:
             return f"{name} not collected"
@@ -27,7 +34,7 @@ def missing_reads(rule: Rule, facts: dict[str, Any]) -> str | None:
             errs = "; ".join(sec.get("errors") or []) or sec.get("status", "?")
             return f"{name} {sec.get('status')}: {errs}"
         node: Any = section(facts, name)
-        for key in rest.split(".") if rest else ():
+        for key in keys:
             if not isinstance(node, dict) or key not in node:
                 if optional:
                     break

@@ -1,11 +1,18 @@
 """env-debug-vars-set: debugging and tuning variables left in the environment or config files.
 
-NCCL's environment documentation splits variables into system configuration and *debugging*
-ones, which "should not be used in production nor retained in scripts": they pin algorithms,
-protocols, channel counts or buffers for one experiment and silently cost bandwidth elsewhere
-(nccl-tests#228: a stale NCCL_P2P_LEVEL=LOC cut an NVLink box's bus bandwidth to a fraction).
-``NCCL_DEBUG=WARN`` (the recommended production level) and ``VERSION`` are fine; ``INFO`` and
-``TRACE`` slow jobs and flood logs.
+NCCL's environment documentation has a "Debugging" section whose variables "should generally not
+be set for production code" (env.rst): forcing them "will prevent NCCL from selecting the best
+setting automatically" and "can cause performance problems in the long term, or even break some
+functionality". This rule reports the ones from that section that pin an algorithm, protocol,
+channel count, buffer, transport or topology choice (:data:`DEBUG_VARS`); the section also
+holds fabric settings that vendors keep on purpose (Azure's ``NCCL_IB_PCI_RELAXED_ORDERING``,
+``NCCL_NET_GDR_LEVEL``, ``NCCL_NVLS_ENABLE``), which are left alone. Three undocumented
+overrides read by NCCL's source (:data:`SOURCE_ONLY`) pin the same choices and are reported too.
+Measured cost of one: NVIDIA/nccl#1987, ``NCCL_P2P_LEVEL=PXB`` on an 8x A100 SXM node ran 18%
+slower than NCCL's own choice.
+
+``NCCL_DEBUG`` (a system setting) is reported above ``WARN``: ``INFO`` logs every connection and
+channel of every rank at init, ``TRACE`` every call; ``WARN`` and ``VERSION`` are fine.
 """
 
 from __future__ import annotations
@@ -14,17 +21,18 @@ from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 
-#: Variables from the debugging / tuning part of NCCL's env docs (env.rst, "Debugging").
+#: From the "Debugging" section of NCCL's env docs: those that pin a choice NCCL makes itself.
 DEBUG_VARS = frozenset({
-    "NCCL_DEBUG_SUBSYS", "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS",
-    "NCCL_MIN_NRINGS", "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE",
-    "NCCL_NTHREADS", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_DIRECT_DISABLE",
-    "NCCL_SHM_DISABLE", "NCCL_CHECKS_DISABLE", "NCCL_CHECK_POINTERS", "NCCL_LAUNCH_MODE",
-    "NCCL_NVB_DISABLE", "NCCL_PXN_DISABLE", "NCCL_P2P_PXN_LEVEL", "NCCL_GRAPH_FILE",
-    "NCCL_GRAPH_DUMP_FILE", "NCCL_TOPO_DUMP_FILE", "NCCL_P2P_NET_CHUNKSIZE",
-    "NCCL_P2P_LL_THRESHOLD", "NCCL_TREE_THRESHOLD", "NCCL_LL_THRESHOLD", "NCCL_SET_STACK_SIZE",
-    "NCCL_IGNORE_DISABLED_P2P",
+    "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
+    "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
+    "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_DIRECT_DISABLE", "NCCL_SHM_DISABLE",
+    "NCCL_CHECKS_DISABLE", "NCCL_CHECK_POINTERS", "NCCL_LAUNCH_MODE", "NCCL_NVB_DISABLE",
+    "NCCL_PXN_DISABLE", "NCCL_P2P_PXN_LEVEL", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
+    "NCCL_TREE_THRESHOLD", "NCCL_LL_THRESHOLD", "NCCL_SET_STACK_SIZE",
 })
+#: Read by NCCL's source but not in its docs: a saved graph, a graph dump, and the override of
+#: the "P2P is disabled between NVLINK connected GPUs" check (src/graph).
+SOURCE_ONLY = frozenset({"NCCL_GRAPH_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_IGNORE_DISABLED_P2P"})
 QUIET_DEBUG_LEVELS = ("WARN", "VERSION", "")
 
 
@@ -42,10 +50,18 @@ def debug_vars(facts: dict[str, Any]) -> dict[str, str]:
         for name, value in values.items():
             if name in found:
                 continue
-            if name in DEBUG_VARS or (name == "NCCL_DEBUG"
+            if name in DEBUG_VARS or name in SOURCE_ONLY or (name == "NCCL_DEBUG"
                                       and str(value).strip().upper() not in QUIET_DEBUG_LEVELS):
                 found[name] = f"{value}{where}"
     return dict(sorted(found.items()))
+
+
+def _kind(name: str) -> str:
+    if name == "NCCL_DEBUG":
+        return "debug output above WARN (WARN is the production level)"
+    if name in SOURCE_ONLY:
+        return "an undocumented override from NCCL's source that pins its choice"
+    return "from the Debugging section of NCCL's env docs: not for production"
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
@@ -56,9 +72,9 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
             by_setting.setdefault(f"{name}={value}", []).append(hostname(node))
     return [Finding(
         message=(f"{setting} is set on {len(hosts)} node(s) ({', '.join(hosts[:4])}"
-                 f"{' ...' if len(hosts) > 4 else ''}): a debugging/tuning variable that NCCL's "
-                 "docs keep out of production"),
-        fix=f"Remove {setting.split('=', 1)[0]} unless a measurement shows it helps this cluster.",
+                 f"{' ...' if len(hosts) > 4 else ''}): {_kind(setting.split('=', 1)[0])}"),
+        fix=(f"Remove {setting.split('=', 1)[0]} unless a measurement (bench --compare) shows it "
+             "helps this cluster."),
         evidence={"setting": setting}, hosts=tuple(hosts))
         for setting, hosts in sorted(by_setting.items())]
 
@@ -69,10 +85,11 @@ RULE = Rule(
     severity=Severity.WARNING,
     reads=("env.nccl", "nccl.conf_env?"),
     sets=(),
-    why=("NCCL's env docs list these under 'Debugging': they 'should not be used in production "
-         "nor retained in scripts', because they override choices NCCL makes per topology and "
-         "message size; NCCL_DEBUG=INFO also slows every rank. A stale NCCL_P2P_LEVEL=LOC "
-         "disabled NVLink in nccl-tests#228."),
+    why=("NCCL's env docs put these under 'Debugging': forcing them 'will prevent NCCL from "
+         "selecting the best setting automatically' and they 'should generally not be set for "
+         "production code'; e.g. NCCL_P2P_LEVEL=PXB ran 18% slower than NCCL's own choice on "
+         "8x A100 (NVIDIA/nccl#1987). NCCL_DEBUG=INFO logs every connection at init; WARN is "
+         "the production level."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#debugging",
     fix="Unset the listed variables (and remove them from /etc/nccl.conf, ~/.nccl.conf).",
     check=check,

@@ -18,25 +18,13 @@ is reported and they conflict.
 
 from __future__ import annotations
 
-import re
-from functools import lru_cache
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.common import configured, natural, per_node
 from ncclcheck.rules.net_transport import active_ports, ib_ready
 
 VAR = "NCCL_IB_HCA"
-_DIGITS = re.compile(r"(\d+)")
-
-
-@lru_cache(maxsize=8192)
-def natural(text: str) -> tuple:
-    """Sort key that puts mlx5_2 before mlx5_10.
-
-    >>> sorted(["mlx5_10:1", "mlx5_2:1"], key=natural)
-    ['mlx5_2:1', 'mlx5_10:1']
-    """
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))
 
 
 def prefix_trap(value: str | None, devices: list[str]) -> list[str]:
@@ -57,8 +45,10 @@ def prefix_trap(value: str | None, devices: list[str]) -> list[str]:
                   key=natural)
 
 
+@per_node
 def wanted_ports(facts: dict[str, Any]) -> tuple[list[str], list[str], list[str]]:
-    """(all active ``dev:port``, the wanted ones, reasons for leaving the others out)."""
+    """(all active ``dev:port``, the wanted ones, reasons for leaving the others out); shared
+    between rules, so callers copy before changing them."""
     ports = active_ports(facts)
     entries = {f"{p['device']}:{p['port']}": p for p in ports}
     keep = dict(entries)
@@ -88,10 +78,6 @@ def wanted_ports(facts: dict[str, Any]) -> tuple[list[str], list[str], list[str]
     return (sorted(entries, key=natural), sorted(keep, key=natural), reasons)
 
 
-def _current(facts: dict[str, Any]) -> str | None:
-    return (fact(facts, "env.nccl") or {}).get(VAR) or (fact(facts, "nccl.conf_env") or {}).get(VAR)
-
-
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Recommend an exact list when some node's default would pick unwanted ports."""
     per: dict[str, tuple[list[str], list[str], list[str]]] = {}
@@ -100,10 +86,12 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     for node in nodes:
         host = hostname(node)
         active, keep, reasons = wanted_ports(node)
+        reasons = list(reasons)
         devices = [d.get("name") for d in fact(node, "ib.devices", [])]
-        trap = prefix_trap(_current(node), devices)
+        current = configured(node, VAR)
+        trap = prefix_trap(current, devices)
         if trap:
-            reasons.append(f"{VAR}={_current(node)} also matches {', '.join(trap)} (prefix match)")
+            reasons.append(f"{VAR}={current} also matches {', '.join(trap)} (prefix match)")
         per[host] = (active, keep, reasons)
     if not any(reasons for _, _, reasons in per.values()):
         return []

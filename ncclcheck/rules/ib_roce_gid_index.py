@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.base import Finding, Rule, Severity, hostname
 from ncclcheck.rules.cluster_nccl_version_mismatch import oldest, versions
-from ncclcheck.rules.ib_hca_select import natural, wanted_ports
+from ncclcheck.rules.common import configured, natural
+from ncclcheck.rules.ib_hca_select import wanted_ports
 from ncclcheck.rules.net_transport import active_ports, ib_ready
 
 VAR = "NCCL_IB_GID_INDEX"
@@ -28,10 +29,6 @@ def roce_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted((p for p in active_ports(facts)
                    if p.get("link_layer") == "Ethernet" and f"{p['device']}:{p['port']}" in keep),
                   key=lambda p: natural(f"{p['device']}:{p['port']}"))
-
-
-def _current(facts: dict[str, Any]) -> str | None:
-    return (fact(facts, "env.nccl") or {}).get(VAR) or (fact(facts, "nccl.conf_env") or {}).get(VAR)
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
@@ -47,7 +44,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
                      "NCCL_IB_GID_INDEX must be set, from 2.21 on it should not"),
             severity=Severity.INFO, evidence={"nccl.version": known})]
     if low >= AUTO_SINCE:
-        set_now = {hostname(n): _current(n) for n in nodes if _current(n)}
+        set_now = {hostname(n): configured(n, VAR) for n in nodes if configured(n, VAR)}
         if not set_now:
             return []
         return [Finding(
@@ -57,37 +54,58 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
             fix=f"Remove {VAR} from the environment and NCCL config files.",
             severity=Severity.INFO, evidence={VAR: set_now, "nccl.version": known},
             hosts=tuple(set_now))]
-    indexes: dict[str, set[int | None]] = {}
-    for host, plist in ports.items():
-        indexes[host] = {p.get("roce_v2_ipv4_gid_index") for p in plist}
-    evidence = {"ib.roce_v2_ipv4_gid_index": {
-        h: {f"{p['device']}:{p['port']}": p.get("roce_v2_ipv4_gid_index") for p in plist}
-        for h, plist in ports.items()}, "nccl.version": known}
-    missing = sorted(h for h, idx in indexes.items() if None in idx)
+    by_port = {h: {f"{p['device']}:{p['port']}": p.get("roce_v2_ipv4_gid_index") for p in plist}
+               for h, plist in ports.items()}
+    evidence = {"ib.roce_v2_ipv4_gid_index": by_port, "nccl.version": known}
+    missing = sorted(h for h, idx in by_port.items() if None in idx.values())
     if missing:
         return [Finding(
             message=(f"NCCL {low_text} needs {VAR}, but RoCE ports on {', '.join(missing[:6])} "
                      "have no RoCE v2 GID with an IPv4 address (no IP on the port's netdev?)"),
             fix="Give each RoCE netdev its IPv4 address, then probe again.",
             severity=Severity.ERROR, evidence=evidence, hosts=tuple(missing))]
-    distinct = {i for idx in indexes.values() for i in idx}
-    if len(distinct) == 1:
-        index = str(distinct.pop())
+    upgrade = "or upgrade NCCL to >= 2.21, which picks the entry per port"
+    # NCCL_IB_GID_INDEX is one value for every port of a process: ports of one node must agree.
+    split = {h: idx for h, idx in by_port.items() if len(set(idx.values())) > 1}
+    if split:
+        listing = "; ".join(f"{h}: {', '.join(f'{p}={i}' for p, i in idx.items())}"
+                            for h, idx in list(split.items())[:4])
+        return [Finding(
+            message=(f"NCCL {low_text} applies one {VAR} to every RoCE port, but the RoCE v2 "
+                     f"IPv4 entry sits at different indexes on the ports of one node ({listing}); "
+                     f"no value fits, so none is set: make the GID tables alike, list only ports "
+                     f"that agree in NCCL_IB_HCA, {upgrade}"),
+            severity=Severity.ERROR, evidence=evidence, hosts=tuple(split))]
+    per_host = {h: str(next(iter(idx.values()))) for h, idx in by_port.items() if idx}
+    wrong = {hostname(n): v for n in nodes if (v := configured(n, VAR)) is not None
+             and hostname(n) in per_host and v.strip() != per_host[hostname(n)]}
+    stale = ("; the value configured now points elsewhere on "
+             + ", ".join(f"{h} ({VAR}={v}, its entry is {per_host[h]})"
+                         for h, v in list(wrong.items())[:4])) if wrong else ""
+    if len(set(per_host.values())) == 1:
+        index = next(iter(per_host.values()))
         return [Finding(
             message=(f"NCCL {low_text} (< 2.21) does not select the GID itself: use index "
-                     f"{index}, the RoCE v2 IPv4 entry on every node's RoCE ports"),
-            env={VAR: index}, evidence=evidence)]
-    per_host = {h: sorted(i for i in idx if i is not None) for h, idx in indexes.items()}
+                     f"{index}, the RoCE v2 IPv4 entry on every node's RoCE ports{stale}"),
+            env={VAR: index}, evidence=evidence,
+            severity=Severity.ERROR if wrong else None)]
     groups: dict[str, list[str]] = {}
-    for host, idx in per_host.items():
-        groups.setdefault(",".join(map(str, idx)), []).append(host)
+    for host, index in per_host.items():
+        groups.setdefault(index, []).append(host)
+
+    def stale_on(hosts: list[str]) -> str:
+        mine = [h for h in hosts if h in wrong]
+        return (f"; {', '.join(mine[:4])} configure{'s' if len(mine) == 1 else ''} "
+                f"{VAR}={wrong[mine[0]]} now") if mine else ""
+
     return [Finding(
-        message=(f"NCCL {low_text} needs one {VAR}, but the RoCE v2 IPv4 entry is at index "
-                 f"{value} on {', '.join(hosts[:6])} and elsewhere on the others (extra IPs or "
-                 "VLANs shift the table); make the GID tables alike or upgrade NCCL to >= 2.21"),
-        env={VAR: value} if "," not in value else {},
-        severity=Severity.ERROR, evidence=evidence, hosts=tuple(hosts))
-        for value, hosts in groups.items()]
+        message=(f"NCCL {low_text} needs {VAR}: the RoCE v2 IPv4 entry is at index {index} on "
+                 f"{', '.join(hosts[:6])}{' and more' if len(hosts) > 6 else ''}, elsewhere on "
+                 f"the other nodes (extra IPs or VLANs shift the table){stale_on(hosts)}"),
+        fix=("Make the GID tables alike (the same addresses and VLANs on every RoCE netdev), set "
+             f"{VAR} per node in /etc/nccl.conf, {upgrade}."),
+        env={VAR: index}, severity=Severity.ERROR, evidence=evidence, hosts=tuple(hosts))
+        for index, hosts in groups.items()]
 
 
 RULE = Rule(

@@ -7,8 +7,11 @@ is 7, its maximum. Here:
 
 * IB or RoCE carries the traffic (every node can use it, see net-transport);
 * the target is 20 (today's default), 22 (~17 s per try, what OCI sets on large RoCE fabrics)
-  from :data:`LARGE_CLUSTER_NODES` nodes on, because congestion pauses grow with the fabric;
-* the variable is set when the oldest node's NCCL default is below the target;
+  from :data:`LARGE_CLUSTER_NODES` nodes on (ncclcheck's threshold: NCCL's docs say to raise it
+  on "very large networks" without a number), because congestion pauses grow with the fabric;
+* the variable is set when some node's effective value (the one configured in its environment
+  or NCCL config files, else its NCCL's default; the oldest NCCL counts) is below the target;
+  a higher value already configured somewhere becomes the target, never lowered;
 * ``NCCL_IB_RETRY_CNT`` is set back to 7 when the environment lowers it.
 """
 
@@ -16,11 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.base import Finding, Rule, Severity, hostname
 from ncclcheck.rules.cluster_nccl_version_mismatch import oldest, versions
+from ncclcheck.rules.common import configured
 from ncclcheck.rules.net_transport import ib_ready, net_plugin
 
+#: From this many nodes on the target is :data:`LARGE_TIMEOUT`. NCCL's docs only say "very large
+#: networks"; 128 nodes (1,024 GPUs on 8-GPU nodes) is ncclcheck's own threshold.
 LARGE_CLUSTER_NODES = 128
+DEFAULT_TIMEOUT = 20  #: NCCL's default since 2.23
+LARGE_TIMEOUT = 22    #: what OCI's per-shape table sets on its large RoCE fabrics
 RETRY_MAX = 7
 
 
@@ -44,28 +52,44 @@ def seconds(timeout: int, retries: int = RETRY_MAX) -> float:
     return 4.096e-6 * (2 ** timeout) * retries
 
 
-def _env(facts: dict[str, Any], name: str) -> str | None:
-    return (fact(facts, "env.nccl") or {}).get(name) or (fact(facts, "nccl.conf_env") or {}).get(name)
+def _timeout_set(facts: dict[str, Any]) -> int | None:
+    """A finite NCCL_IB_TIMEOUT configured on the node (1-31), else None (0 and >= 32 mean
+    'wait forever' in verbs and are left alone)."""
+    value = (configured(facts, "NCCL_IB_TIMEOUT") or "").strip()
+    return int(value) if value.isdigit() and 0 < int(value) < 32 else None
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
-    """Raise the timeout where the oldest NCCL's default is short for this cluster's size."""
+    """Raise the timeout where a node's effective value is short for this cluster's size."""
     if any(net_plugin(n) for n in nodes) or not all(ib_ready(n)[0] for n in nodes):
         return []
     low, low_text = oldest(nodes)
     if low is None:
         return []
-    target = 22 if len(nodes) >= LARGE_CLUSTER_NODES else 20
     default = default_timeout(low)
+    wanted = LARGE_TIMEOUT if len(nodes) >= LARGE_CLUSTER_NODES else DEFAULT_TIMEOUT
+    current = {hostname(n): v for n in nodes if (v := _timeout_set(n)) is not None}
+    target = max([wanted, *current.values()])  # never lower a value someone raised
+    effective = {hostname(n): current.get(hostname(n), default) for n in nodes}
     env: dict[str, str] = {}
     notes = []
-    if default < target:
+    if any(v < target for v in effective.values()):
         env["NCCL_IB_TIMEOUT"] = str(target)
-        size = f"{len(nodes)} nodes" + (f" (>= {LARGE_CLUSTER_NODES})" if target > 20 else "")
-        notes.append(f"NCCL {low_text} defaults NCCL_IB_TIMEOUT to {default} "
-                     f"({seconds(default):.1f} s with 7 retries); {target} waits "
-                     f"{seconds(target):.0f} s, right for {size}")
-    lowered = {hostname(n): v for n in nodes if (v := _env(n, "NCCL_IB_RETRY_CNT")) is not None
+        size = f"{len(nodes)} nodes" + (f" (>= {LARGE_CLUSTER_NODES})" if wanted > 20 else "")
+        if default < target and len(current) < len(nodes):
+            notes.append(f"NCCL {low_text} defaults NCCL_IB_TIMEOUT to {default} "
+                         f"({seconds(default):.1f} s with 7 retries)")
+        short = {h: v for h, v in current.items() if v < target}
+        if short:
+            notes.append("NCCL_IB_TIMEOUT is set to "
+                         + ", ".join(f"{h}={v}" for h, v in list(short.items())[:4])
+                         + (" ..." if len(short) > 4 else ""))
+        why = (f"the {target} already configured on "
+               f"{', '.join(h for h, v in current.items() if v == target)[:120]}, for every node"
+               if target > wanted else f"right for {size}")
+        notes.append(f"{target} waits {seconds(target):.0f} s, {why}")
+    lowered = {hostname(n): v for n in nodes
+               if (v := configured(n, "NCCL_IB_RETRY_CNT")) is not None
                and v.strip().isdigit() and int(v) < RETRY_MAX}
     if lowered:
         env["NCCL_IB_RETRY_CNT"] = str(RETRY_MAX)
@@ -74,9 +98,11 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
                      "default and the maximum")
     if not env:
         return []
+    shortest = min(effective.values())
     return [Finding(message="; ".join(notes), env=env,
-                    severity=Severity.WARNING if default < 18 or lowered else None,
-                    evidence={"nccl.version": versions(nodes), "nodes": len(nodes)})]
+                    severity=Severity.WARNING if shortest < 18 or lowered else None,
+                    evidence={"nccl.version": versions(nodes), "nodes": len(nodes),
+                              "NCCL_IB_TIMEOUT": effective})]
 
 
 RULE = Rule(
@@ -90,8 +116,10 @@ RULE = Rule(
     why=("NCCL_IB_TIMEOUT is the verbs ACK timeout exponent (4.096 us x 2^value) and "
          "NCCL_IB_RETRY_CNT the retries; when they run out the job dies with 'Got completion "
          "from peer ... status=12 (IBV_WC_RETRY_EXC_ERR)', whose hint in NCCL 2.30 says the "
-         "timeout is often too short. The default rose from 14 to 18 (2.14) to 20 (2.23); the "
-         "docs advise raising it on large fabrics."),
+         "timeout is often too short. The default rose from 14 to 18 (2.14) to 20 (2.23) "
+         "(NCCL_PARAM(IbTimeout) in src/transport/net_ib); the docs say a larger value helps on "
+         "very large networks that fail with error 12. ncclcheck raises 20 to 22 from 128 nodes "
+         "on, as OCI's large RoCE fabrics do."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-timeout",
     fix="Export the recommended NCCL_IB_TIMEOUT (and NCCL_IB_RETRY_CNT=7) on every node.",
     check=check,

@@ -13,8 +13,9 @@ would also match ``eth10``). When the names differ between nodes, the union of n
 it selects nothing unwanted on any node; otherwise each node needs its own value (per-node
 ``/etc/nccl.conf``, NVIDIA/nccl#286) and the nodes' values conflict. When several subnets are
 equally fast, or their speed is unknown, all of them are listed and, when sockets carry the data
-(no IB or net plugin on every node), the tie is reported with each candidate
-(``evidence["candidates"]``), so that ``ncclcheck bench --compare`` can decide.
+(no IB or net plugin on every node), the tie is reported with each candidate alone
+(``evidence["candidates"]``), so that ``ncclcheck bench --compare`` can decide; a run of the
+whole list, when one is given, is weighed too.
 
 The rule stays quiet when NCCL's default already picks exactly these interfaces on every node
 (one NIC per node, say): pinning would only make the file fragile.
@@ -22,12 +23,12 @@ The rule stays quiet when NCCL's default already picks exactly these interfaces 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.common import natural, per_cluster
 from ncclcheck.rules.net_transport import ib_ready, net_plugin
 
 VAR = "NCCL_SOCKET_IFNAME"
@@ -128,16 +129,8 @@ def nccl_default(interfaces: list[dict[str, Any]]) -> list[str]:
             if not str(i.get("name")).startswith(("docker", "lo"))]
 
 
-_DIGITS = re.compile(r"(\d+)")
-_MEMO: list[Any] = []  # [(nodes, Selection)]: one cluster's selection, reused by other rules
-
-
-def _natural(text: str) -> tuple:
-    return tuple(int(p) if p.isdigit() else p for p in _DIGITS.split(text))
-
-
 def _value(names: list[str]) -> str:
-    return "=" + ",".join(sorted(names, key=_natural))
+    return "=" + ",".join(sorted(names, key=natural))
 
 
 def _names_for(sel: Selection, subnets: list[str]) -> dict[str, list[str]]:
@@ -158,23 +151,14 @@ def _one_value(names: dict[str, list[str]], all_names: dict[str, set[str]]) -> s
     return _value(union)
 
 
+@per_cluster
 def select(nodes: list[dict[str, Any]]) -> Selection:
     """Work out the socket interfaces for ``nodes`` (see the module docstring).
 
     net-socket-threads, cluster-mtu-mismatch and the cluster differences ask for the same
-    selection; the last answer is kept for the same list of (unchanged) documents.
+    selection: inside :func:`ncclcheck.rules.common.facts_frozen` it is worked out once.
     """
-    if _MEMO and len(_MEMO[0][0]) == len(nodes) and all(
-            a is b for a, b in zip(_MEMO[0][0], nodes)):
-        return _MEMO[0][1]
-    sel = _select(nodes)
-    _MEMO[:] = [(list(nodes), sel)]
-    return sel
-
-
-def forget() -> None:
-    """Drop the kept selection (call before evaluating documents that may have changed)."""
-    _MEMO.clear()
+    return _select(nodes)
 
 
 def _select(nodes: list[dict[str, Any]]) -> Selection:
@@ -245,8 +229,8 @@ def _select(nodes: list[dict[str, Any]]) -> Selection:
             if one and one not in sel.tie:
                 sel.tie.append(one)
     sel.data_path = not all(ib_ready(n)[0] or net_plugin(n) for n in nodes)
-    if len(sel.tie) < 2 or not sel.data_path:
-        sel.tie = []  # the same interfaces, or IB carries the data: nothing to measure
+    if len(sel.tie) < 2 or not sel.data_path or sel.value is None:
+        sel.tie = []  # the same interfaces, IB carries the data, or no one value: nothing to measure
     return sel
 
 

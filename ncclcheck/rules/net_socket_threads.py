@@ -13,11 +13,13 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.common import configured
 from ncclcheck.rules.net_socket_ifname import select
 from ncclcheck.rules.net_transport import ib_ready, net_plugin
 
 MIN_MBPS = 25_000
-MAX_SOCKETS = 64
+MAX_SOCKETS = 64  #: MAX_SOCKETS in src/transport/net_socket.cc
+MAX_THREADS = 16  #: MAX_THREADS there: larger NCCL_SOCKET_NTHREADS values become 16
 #: Drivers of NICs NCCL tunes itself (PCI vendors 0x1d0f AWS ENA, 0x1ae0 Google gVNIC).
 AUTO_TUNED_DRIVERS = {"ena": "AWS ENA (NCCL uses 2 x 8)", "gve": "Google gVNIC (NCCL uses 4 x 1)"}
 
@@ -31,8 +33,27 @@ def threads_for(mbps: int) -> tuple[int, int]:
     return (4, 4) if mbps >= 100_000 else (2, 4)
 
 
-def _env(facts: dict[str, Any], name: str) -> str | None:
-    return (fact(facts, "env.nccl") or {}).get(name) or (fact(facts, "nccl.conf_env") or {}).get(name)
+def effective_sockets(threads: str | None, socks: str | None,
+                      driver: str | None) -> tuple[int, int] | None:
+    """(threads, sockets per thread) NCCL would use before its 64-socket check, when either
+    variable is set (src/transport/net_socket.cc: threads above 16 become 16, an unset value
+    takes the NIC's automatic one: 2 x 8 on AWS ENA, 4 x 1 on gVNIC, else 0 x 1); None when
+    neither is set or a value is not a number.
+
+    >>> effective_sockets("32", "8", None), effective_sockets(None, "40", "ena")
+    ((16, 8), (2, 40))
+    >>> effective_sockets(None, None, None), effective_sockets("x", "4", None)
+    (None, None)
+    """
+    if threads is None and socks is None:
+        return None
+    auto = {"ena": (2, 8), "gve": (4, 1)}.get(driver or "", (0, 1))
+    try:
+        nt = min(int(threads), MAX_THREADS) if threads is not None else auto[0]
+        ns = int(socks) if socks is not None else auto[1]
+    except ValueError:
+        return None
+    return nt, ns
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
@@ -53,13 +74,17 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
                 drivers.add(iface["driver"])
     over = {}
     for node in nodes:
-        t, s = _env(node, "NCCL_SOCKET_NTHREADS"), _env(node, "NCCL_NSOCKS_PERTHREAD")
-        if t and s and t.isdigit() and s.isdigit() and int(t) * int(s) > MAX_SOCKETS:
-            over[hostname(node)] = f"{t} x {s}"
+        names = sel.names.get(hostname(node)) or []
+        driver = next((ifaces[hostname(node)].get(n, {}).get("driver") for n in names), None)
+        product = effective_sockets(configured(node, "NCCL_SOCKET_NTHREADS"),
+                                    configured(node, "NCCL_NSOCKS_PERTHREAD"), driver)
+        if product and product[0] * product[1] > MAX_SOCKETS:
+            over[hostname(node)] = f"{product[0]} x {product[1]}"
     asked = ", ".join(f"{h}: {v}" for h, v in list(over.items())[:4])
     too_many = [Finding(
-        message=(f"the environment asks for {asked} socket threads x sockets, more than "
-                 f"NCCL's {MAX_SOCKETS}: NCCL lowers NCCL_NSOCKS_PERTHREAD itself"),
+        message=(f"the configured socket threads x sockets per thread come to {asked} (after "
+                 f"NCCL caps threads at {MAX_THREADS}), more than NCCL's {MAX_SOCKETS}: NCCL "
+                 "lowers NCCL_NSOCKS_PERTHREAD itself and warns"),
         fix="Keep NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD <= 64.",
         severity=Severity.WARNING, evidence={"over": over}, hosts=tuple(over))] if over else []
     slowest = min((s for s in speeds if isinstance(s, int)), default=None)
@@ -86,7 +111,8 @@ RULE = Rule(
     why=("NCCL's Socket transport uses NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per "
          "connection (at most 64); the default is a single socket except on AWS and GCP NICs. "
          "The docs suggest 4 and 4 for generic 100G networks, because one TCP stream and one "
-         "CPU thread cannot fill the link."),
+         "CPU thread cannot fill the link; from 25 to 100 Gb/s ncclcheck uses 2 x 4 (its own "
+         "choice: measure with bench --compare)."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-nthreads",
     fix="Export the recommended NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD on every node.",
     check=check,

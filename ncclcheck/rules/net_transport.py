@@ -6,7 +6,8 @@ ACTIVE, or /dev/infiniband is missing (src/transport/net_ib/init.cc). When some 
 IB and others on Socket the job cannot connect. So:
 
 * every node has an ACTIVE InfiniBand/Ethernet port, libibverbs loads and /dev/infiniband is
-  visible: ``NCCL_NET=IB``, which turns a silent fallback into an error at init;
+  visible: ``NCCL_NET=IB``, which turns a silent fallback into an error at init; unless some
+  nodes would run IB and others RoCE, which cannot reach each other (Socket, as below);
 * otherwise, when some node has RDMA hardware, ``NCCL_NET=Socket`` and ``NCCL_IB_DISABLE=1``,
   naming each node and what it lacks (with no RDMA anywhere NCCL's default is Socket already);
 * an external net plugin (aws-ofi-nccl, a SHARP/UCX plugin, gIB) owns the choice: nothing is set.
@@ -19,10 +20,12 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, absent, fact, hostname
+from ncclcheck.rules.common import per_node
 
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 
 
+@per_node
 def active_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """ACTIVE ports with an InfiniBand or Ethernet (RoCE) link layer, as NCCL counts them.
 
@@ -45,6 +48,7 @@ def net_plugin(facts: dict[str, Any]) -> str | None:
     return choice.get("path") if isinstance(choice, dict) else None
 
 
+@per_node
 def ib_ready(facts: dict[str, Any]) -> tuple[bool, str]:
     """Whether NCCL's IB transport can work on this node, and what is missing if not."""
     if absent(facts, "ib") or not fact(facts, "ib.devices", []):
@@ -63,6 +67,13 @@ def ib_ready(facts: dict[str, Any]) -> tuple[bool, str]:
     if dev_ib.get("visible") is False:
         return False, "/dev/infiniband is not visible (container without --device=/dev/infiniband)"
     return True, f"{len(ports)} ACTIVE port(s), libibverbs loads"
+
+
+def link_layer(facts: dict[str, Any]) -> str:
+    """The link layer NCCL's IB transport uses on this node: InfiniBand when an ACTIVE IB port
+    exists (ib-hca-select then leaves RoCE ports out), else Ethernet (RoCE)."""
+    layers = {p.get("link_layer") for p in active_ports(facts)}
+    return "InfiniBand" if "InfiniBand" in layers else "Ethernet"
 
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
@@ -88,6 +99,22 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     ready = sorted(h for h, (ok, _) in status.items() if ok)
     evidence = {"ib": {h: why for h, (_, why) in status.items()}}
     if len(ready) == len(nodes):
+        layers = {hostname(n): link_layer(n) for n in nodes}
+        if len(set(layers.values())) > 1:
+            by_layer: dict[str, list[str]] = {}
+            for host, layer in layers.items():
+                by_layer.setdefault(layer, []).append(host)
+            listing = "; ".join(f"{'RoCE' if layer == 'Ethernet' else layer} on "
+                                f"{', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}"
+                                for layer, hosts in sorted(by_layer.items()))
+            return [Finding(
+                message=(f"every node can use the IB transport, but over different link layers "
+                         f"({listing}): InfiniBand and RoCE ports cannot reach each other, so "
+                         "every node must use Socket until the fabrics match"),
+                env={"NCCL_NET": "Socket", "NCCL_IB_DISABLE": "1"}, severity=Severity.ERROR,
+                evidence={"ib.link_layer": layers},
+                hosts=tuple(sorted(h for h, layer in layers.items()
+                                   if layer != max(by_layer, key=lambda k: len(by_layer[k])))))]
         return [Finding(
             message=(f"every node can use IB/RoCE ({status[ready[0]][1]} on {ready[0]}); "
                      "NCCL_NET=IB makes a silent fallback to Socket an error at init"),
@@ -121,7 +148,9 @@ RULE = Rule(
          "Socket (src/plugin/net.cc). IB drops out without a warning when libibverbs does not "
          "load or no port is ACTIVE (src/transport/net_ib/init.cc, src/misc/ibvsymbols.cc), so "
          "one node on Socket and the rest on IB fail to connect. NCCL_NET forces the choice "
-         "and makes a failed IB an error ('Failed to initialize any NET plugin')."),
+         "and makes a failed IB an error ('Failed to initialize any NET plugin'). "
+         "NCCL_IB_DISABLE=1 is a workaround (the docs list it under Debugging, and NCCL_NET "
+         "exists only since 2.10): drop it once every node has working IB."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-net",
     fix="Fix IB on the nodes that lack it (ports, rdma-core, /dev/infiniband), or run every "
         "node on Socket.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,53 @@ def test_out_dir_writes_one_file_per_node(tmp_path, drift):
 
 def test_split_documents_accepts_json_lines():
     assert len(split_documents('{"a": 1}\n{"a": 2}\n', "x")) == 2
+
+
+@pytest.mark.parametrize("sections, needle", [
+    ({"network": "x"}, "section network is not a facts section (no status)"),
+    ({"network": {"status": "ok", "data": [1, 2]}}, "status 'ok' needs a data object"),
+    ([], "without hostname or sections"),
+])
+def test_malformed_sections_are_bad_input(tmp_path, sections, needle):
+    path = tmp_path / "n1.json"
+    path.write_text(json.dumps({"schema": "ncclcheck/facts", "schema_version": 1,
+                                "hostname": "n1", "sections": sections}))
+    with pytest.raises(BadInput, match=re.escape(needle)):
+        load_sources([str(path)])
+
+
+def test_loading_pauses_the_garbage_collector_and_restores_it(tmp_path, drift):
+    import gc
+
+    (tmp_path / "n.json").write_text(json.dumps(drift["nodes"][0]))
+    assert gc.isenabled()
+    load_sources([str(tmp_path)])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        load_sources([str(tmp_path)])
+        assert not gc.isenabled()  # a caller's own pause is left alone
+    finally:
+        gc.enable()
+    with pytest.raises(BadInput):
+        load_sources([str(tmp_path / "nope")])
+    assert gc.isenabled()
+
+
+def test_differences_survive_malformed_facts(drift):
+    odd = json.loads(json.dumps(drift["nodes"][0]))
+    odd["sections"]["gpu"]["data"]["gpus"] = "not a list"
+    odd["sections"]["network"]["data"]["interfaces"] = {"eth0": 1}
+    diffs = differences([odd, drift["nodes"][1]])
+    assert diffs["gpu"]["values"]["unknown"] == [odd["hostname"]]
+    assert diffs["mtu"]["values"] == {"unknown": [odd["hostname"], drift["nodes"][1]["hostname"]]}
+
+
+def test_out_dir_never_overwrites_one_node_with_another(tmp_path, drift):
+    one, two = (json.loads(json.dumps(n)) for n in drift["nodes"][:2])
+    one["probed_as"], two["probed_as"] = "root@gpu1", "root_gpu1"  # the same once made safe
+    paths = write_per_host({"nodes": [one, two]}, str(tmp_path))
+    assert [Path(p).name for p in paths] == ["root_gpu1.json", "root_gpu1-2.json"]
+    assert {json.loads(Path(p).read_text())["hostname"] for p in paths} == {
+        one["hostname"], two["hostname"]}
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # atomic: no leftovers

@@ -45,9 +45,9 @@ def test_render_env_round_trips_through_bash_dotenv_and_nccls_parser(tmp_path):
     path = tmp_path / "nccl.env"
     path.write_text(render_env(ENV, NOTES, ["header with a 'quote'"], ["footer # with hash"]))
     assert bash_reads(path) == ENV
+    assert parse_env_text(path.read_text()) == ENV
     dotenv = pytest.importorskip("dotenv")
     assert {k: v for k, v in dotenv.dotenv_values(path).items()} == ENV
-    assert parse_env_text(path.read_text()) == ENV
 
 
 def test_shell_format_round_trips_through_bash(tmp_path):

@@ -141,3 +141,61 @@ def test_a_cluster_where_every_host_failed_is_an_error(tmp_path):
     out = ncclcheck("recommend", "--probe", str(path))
     assert out.returncode == ExitCode.ERROR and out.stdout == ""
     assert "every host failed" in out.stderr and "n1: timed out" in out.stderr
+
+
+def test_facts_a_rule_cannot_read_are_named_in_the_file_and_fail_on(files, tmp_path):
+    doc = json.loads(files["roce-pair"].read_text())
+    doc["nodes"][1]["sections"]["network"]["data"]["interfaces"] = {"bond0": "up"}
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    out = ncclcheck("recommend", "--probe", str(path))
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-1000:]
+    assert "NCCL_SOCKET_IFNAME" not in parse_env_text(out.stdout)
+    assert "# NOT CHECKED net-socket-ifname: the rule failed on these facts" in out.stdout
+    assert "rule error net-socket-ifname" in out.stderr
+    out = ncclcheck("recommend", "--probe", str(path), "--fail-on", "error", "-q")
+    assert out.returncode == ExitCode.FINDINGS
+
+
+def test_malformed_sections_are_one_line_exit_2(tmp_path):
+    path = tmp_path / "n1.json"
+    path.write_text(json.dumps({"schema": "ncclcheck/facts", "schema_version": 1, "hostname": "n1",
+                                "sections": {"gpu": {"status": "ok", "data": "x"}}}))
+    out = ncclcheck("recommend", "--probe", str(path))
+    assert out.returncode == ExitCode.USAGE and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "section gpu is not a facts section" in out.stderr
+
+
+def test_stderr_names_a_per_node_finding_once_with_every_node(files):
+    out = ncclcheck("recommend", "--probe", str(files["roce-pair"]))
+    memlock = [ln for ln in out.stderr.splitlines() if "limits-memlock-limite" in ln]
+    assert len(memlock) == 1, out.stderr  # one row for both nodes
+    notes = [ln for ln in out.stderr.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and "roce-node-01, roce-node-02" in out.stderr
+
+
+def test_verify_off_the_cluster_writes_nothing_and_says_why(files, tmp_path):
+    from ncclcheck.verify import find_libnccl
+
+    if find_libnccl() is None:
+        pytest.skip("needs libnccl (pip install nvidia-nccl-cu12)")
+    target = tmp_path / "nccl.env"
+    out = ncclcheck("recommend", "--probe", str(files["roce-pair"]), "--verify", "-q",
+                    "-o", str(target))
+    assert out.returncode == ExitCode.ERROR and not target.exists()
+    assert "verify failed, nothing written" in out.stderr
+    assert "is not one of the nodes (roce-node-01, roce-node-02)" in out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+def test_azure_header_says_not_to_replace_etc_nccl_conf(tmp_path):
+    facts = Path(__file__).parent.parent / "fixtures" / "facts" / "cloud-azure-topo-file.fail.json"
+    from ncclcheck.cluster import cluster_document
+    from ncclcheck.recommend import recommend, render_output
+
+    doc = recommend(cluster_document(json.loads(facts.read_text()), [], source="test"))
+    text = render_output(doc, "env")
+    head = text.split("\n\n", 1)[0]
+    assert "do NOT copy this file over /etc/nccl.conf on node1" in head
+    assert "|  /etc/nccl.conf" not in head
+    assert "node2" not in head.split("do NOT copy", 1)[1]  # node2 has no topology file there

@@ -64,6 +64,17 @@ def test_bench_decides_a_tie(tied):
     assert doc["reasons"]["NCCL_SOCKET_IFNAME"][0]["rule"] == "bench"
 
 
+def test_all_rails_together_can_win(tied):
+    together = tied_value(tied)
+    runs = bench_runs(compare((together, 80.0), ("=ibp26s0", 40.0)), "cmp.json")
+    doc = recommend(tied, runs)
+    assert doc["env"]["NCCL_SOCKET_IFNAME"] == together and doc["ties"][0]["decided_by"] == "bench"
+
+
+def tied_value(cluster):
+    return recommend(cluster)["env"]["NCCL_SOCKET_IFNAME"]
+
+
 def test_measurements_within_noise_do_not_decide(tied):
     runs = bench_runs(compare(("=ibp26s0", 40.0), ("=ibp44s0", 39.5)), "cmp.json")
     doc = recommend(tied, runs)

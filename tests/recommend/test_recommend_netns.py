@@ -89,10 +89,10 @@ def test_probe_recommend_bench_verify(cluster, tmp_path):
     bash = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$NCCL_SOCKET_IFNAME"',
                            "bash", str(final)], capture_output=True, text=True, timeout=30, check=False)
     assert bash.stdout == "=fast0"
-    dotenv = pytest.importorskip("dotenv")
-    assert dotenv.dotenv_values(final)["NCCL_SOCKET_IFNAME"] == "=fast0"
     verify = cluster.exec("node1", [sys.executable, "-m", "ncclcheck", "recommend", "--probe",
                                     str(cluster_json), "--bench", str(bench_json), "--verify",
                                     "-o", str(tmp_path / "verified.env")], timeout=90, cwd=REPO)
     assert verify.returncode == 0, verify.stderr[-2000:]
     assert "bootstraps on" in verify.stderr and "fast0" in verify.stderr
+    dotenv = pytest.importorskip("dotenv")
+    assert dotenv.dotenv_values(final)["NCCL_SOCKET_IFNAME"] == "=fast0"

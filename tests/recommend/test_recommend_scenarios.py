@@ -111,7 +111,10 @@ def test_nodes_needing_different_gid_indexes_conflict(docs):
     conflict = {c["var"]: c for c in doc["conflicts"]}["NCCL_IB_GID_INDEX"]
     assert sorted(conflict["values"].values()) == ["3", "5"]
     assert "roce-node-01" in conflict["why"] and "roce-node-02" in conflict["why"]
-    assert "NOT SET NCCL_IB_GID_INDEX" in render_output(doc, "env")
+    text = " ".join(line.lstrip("# ") for line in render_output(doc, "env").splitlines())
+    assert "NOT SET NCCL_IB_GID_INDEX" in text
+    # each proposal says why, and the stale /etc/nccl.conf value on node 2 is named
+    assert "roce-node-02 configures NCCL_IB_GID_INDEX=3 now" in text
 
 
 def test_missing_facts_withhold_instead_of_guessing(docs):

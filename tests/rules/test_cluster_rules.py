@@ -231,3 +231,136 @@ def test_optional_reads_accept_an_absent_subsystem_only():
     assert missing_reads(rule, fx.node("n", ib=fx.ok({}))) is None
     assert "not collected" in missing_reads(rule, fx.node("n"))
     assert "error" in missing_reads(rule, fx.node("n", ib={"status": "error", "errors": ["x"]}))
+
+
+# -- ib-roce-gid-index: one value for every port of a node ---------------------------------------
+
+def roce_port(gid_index, netdev="eth0"):
+    return fx.port(layer="Ethernet", rate=100, netdev=netdev, gid_index=gid_index)
+
+
+def test_roce_ports_of_one_node_at_different_indexes_set_nothing():
+    devs = (fx.device("mlx5_0", roce_port(3)), fx.device("mlx5_1", roce_port(5, "eth1")))
+    [finding] = run(ib_roce_gid_index.RULE, ib_nodes(*devs, version="2.19.3"))
+    assert finding["env"] == {} and finding["severity"] == "error"
+    assert "mlx5_0:1=3" in finding["message"] and "mlx5_1:1=5" in finding["message"]
+    assert finding["hosts"] == ["n1", "n2"]
+
+
+def test_roce_nodes_needing_different_indexes_conflict_in_the_merge():
+    from ncclcheck.recommend import merge
+
+    n1, n2 = ib_nodes(fx.device("mlx5_0", roce_port(3)), version="2.19.3")
+    n2["sections"]["ib"] = fx.ib(fx.device("mlx5_0", roce_port(5)))
+    findings = run(ib_roce_gid_index.RULE, [n1, n2])
+    assert {f["env"]["NCCL_IB_GID_INDEX"]: f["hosts"] for f in findings} == {"3": ["n1"], "5": ["n2"]}
+    merged = merge(findings, [], ["n1", "n2"])
+    assert merged["env"] == {} and merged["conflicts"][0]["var"] == "NCCL_IB_GID_INDEX"
+
+
+# -- net-transport: IB on some nodes, RoCE on others ----------------------------------------------
+
+def test_ib_and_roce_nodes_cannot_reach_each_other():
+    nodes = [fx.node("n1", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))),
+             fx.node("n2", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))),
+             fx.node("n3", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", roce_port(3))))]
+    [finding] = run(net_transport.RULE, nodes)
+    assert finding["env"] == {"NCCL_NET": "Socket", "NCCL_IB_DISABLE": "1"}
+    assert finding["severity"] == "error" and finding["hosts"] == ["n3"]
+    assert "RoCE on n3" in finding["message"] and "InfiniBand on n1, n2" in finding["message"]
+
+
+def test_ib_beside_roce_on_every_node_is_still_ib():
+    both = lambda: fx.ib(fx.device("mlx5_0", fx.port()), fx.device("mlx5_1", roce_port(3)))
+    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=both()) for i in (1, 2)]
+    [finding] = run(net_transport.RULE, nodes)
+    assert finding["env"] == {"NCCL_NET": "IB"}
+
+
+# -- ib-timeout-retry: what the nodes already configure -------------------------------------------
+
+@pytest.mark.parametrize("configured, expected, in_message", [
+    ({"n1": "14"}, "20", "n1=14"),           # one node lowers it: everyone gets the target
+    ({"n1": "23"}, "23", "already configured on n1"),  # a raised value is kept, never lowered
+    ({"n1": "20", "n2": "20"}, None, None),  # every node already has the target
+    ({"n1": "0"}, None, None),               # 0 means "wait forever" in verbs: left alone
+])
+def test_ib_timeout_counts_configured_values(configured, expected, in_message):
+    nodes = ib_nodes(fx.device("mlx5_0", fx.port()), version="2.23.4")
+    for node in nodes:
+        if node["hostname"] in configured:
+            node["sections"]["env"] = fx.env(NCCL_IB_TIMEOUT=configured[node["hostname"]])
+    found = run(ib_timeout_retry.RULE, nodes)
+    assert (found[0]["env"].get("NCCL_IB_TIMEOUT") if found else None) == expected
+    if in_message:
+        assert in_message in found[0]["message"]
+
+
+def test_ib_timeout_from_a_config_file_counts_too():
+    nodes = ib_nodes(fx.device("mlx5_0", fx.port()), version="2.23.4")
+    nodes[1]["sections"]["nccl"] = fx.nccl("2.23.4", conf={"NCCL_IB_TIMEOUT": "12"})
+    [finding] = run(ib_timeout_retry.RULE, nodes)
+    assert finding["env"] == {"NCCL_IB_TIMEOUT": "20"} and finding["severity"] == "warning"
+
+
+# -- net-socket-threads: the product NCCL really computes -----------------------------------------
+
+@pytest.mark.parametrize("driver, env, over", [
+    ("mlx5_core", {"NCCL_SOCKET_NTHREADS": "32", "NCCL_NSOCKS_PERTHREAD": "8"}, "16 x 8"),
+    ("ena", {"NCCL_NSOCKS_PERTHREAD": "40"}, "2 x 40"),  # ENA's automatic 2 threads
+    ("mlx5_core", {"NCCL_SOCKET_NTHREADS": "16", "NCCL_NSOCKS_PERTHREAD": "4"}, None),
+    ("mlx5_core", {"NCCL_NSOCKS_PERTHREAD": "128"}, None),  # no helper threads: no sockets
+])
+def test_socket_threads_product_as_nccl_computes_it(driver, env, over):
+    found = run(net_socket_threads.RULE, threads_nodes(10000, driver=driver, env=env))
+    if over is None:
+        assert found == []
+    else:
+        [warn] = found
+        assert warn["severity"] == "warning" and over in warn["message"]
+
+
+# -- cloud-efa-plugin-owned: the whole recommendation leaves the plugin's variables alone ----------
+
+def efa_nodes(**env):
+    ena = lambda i: fx.network(fx.iface("ens32", addr=f"198.18.4.{10 + i}", speed=100000,
+                                        driver="ena", default=True))
+    return [fx.node(f"n{i}", network=ena(i), nccl=fx.nccl(plugin=fx.OFI, plugins=[fx.OFI]),
+                    ib=fx.efa_ib, env=fx.env(**env), gpu=fx.gpu()) for i in (1, 2)]
+
+
+def test_efa_cluster_sets_nothing_the_plugin_owns():
+    from ncclcheck.cluster import cluster_document
+    from ncclcheck.recommend import recommend
+    from ncclcheck.rules.cloud_efa_plugin_owned import PLUGIN_OWNED
+
+    doc = recommend(cluster_document(efa_nodes(NCCL_BUFFSIZE="8388608", NCCL_SOCKET_NTHREADS="4",
+                                               NCCL_NET="AWS Libfabric"), [], source="test"))
+    assert not set(doc["env"]) & set(PLUGIN_OWNED)
+    assert "NCCL_NET" not in doc["env"] and "NCCL_IB_TIMEOUT" not in doc["env"]
+    [owned] = [f for f in doc["findings"] if f["rule"] == "cloud-efa-plugin-owned"]
+    assert "aws-ofi-nccl sets per instance type: NCCL_BUFFSIZE=8388608" in owned["message"]
+    assert "EFA guidance" in owned["message"] and "NCCL_SOCKET_NTHREADS=4" in owned["message"]
+    assert "NCCL_NET" not in owned["message"]  # choosing the plugin's network is the user's call
+
+
+# -- the mismatch helper -------------------------------------------------------------------------
+
+def test_mismatch_names_outliers_and_ignores_unknown_values():
+    from ncclcheck.rules.cluster_driver_version_mismatch import RULE
+
+    nodes = [fx.node(f"n{i:02d}", gpu=fx.gpu(driver="535.129.03")) for i in range(12)]
+    nodes += [fx.node(f"odd{i}", gpu=fx.gpu(driver=f"550.{i}")) for i in range(9)]
+    nodes.append(fx.node("blank", gpu=fx.gpu(driver=None)))
+    [finding] = run(RULE, nodes)
+    assert finding["hosts"] == [f"odd{i}" for i in range(9)]
+    assert "most nodes have 535.129.03" in finding["message"] and finding["message"].endswith("and more")
+    assert "blank" not in finding["evidence"]["gpu.driver_version"]
+
+
+def test_a_configured_gid_index_that_points_elsewhere_is_named():
+    nodes = ib_nodes(fx.device("mlx5_0", roce_port(5)), version="2.19.3")
+    nodes[0]["sections"]["nccl"] = fx.nccl("2.19.3", conf={"NCCL_IB_GID_INDEX": "3"})
+    [finding] = run(ib_roce_gid_index.RULE, nodes)
+    assert finding["env"] == {"NCCL_IB_GID_INDEX": "5"} and finding["severity"] == "error"
+    assert "n1 (NCCL_IB_GID_INDEX=3, its entry is 5)" in finding["message"]
