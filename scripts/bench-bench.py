@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark ``ncclcheck bench`` itself: two ratios against references measured in this run.
+"""Benchmark ``ncclcheck bench`` itself: ratios against references measured in this run.
 
 On a 2-node network-namespace cluster (``scripts/netns-cluster``; needs root, iproute2, sshd)
 whose links ``tc`` shapes to a known rate, with gloo over ssh, it prints:
@@ -7,11 +7,26 @@ whose links ``tc`` shapes to a known rate, with gloo over ssh, it prints:
 1. **peak busbw / link rate**: ``ncclcheck bench`` all_reduce, 1 rank per node, large sizes.
    With 2 ranks all_reduce busbw = algbw (factor 2(n-1)/n = 1) and a ring moves S bytes each
    way per op, so a perfect run reaches the link rate. Target: >= 0.95.
-2. **small-message time per op / bare torch.distributed loop**: ncclcheck's in-place 8-byte
-   all_reduce time against a plain ``dist.all_reduce`` loop timed the same way (warm-up, barrier,
-   ``time.perf_counter`` around N back-to-back ops, slowest rank), started over the same ssh on
-   the same nodes. Runs alternate (and which goes first alternates); the ratio of the medians
-   is the figure, the ratio of the best runs is printed beside it. Target: <= 1.05.
+2. **small-message time per op / a bare torch.distributed loop timed the same way** (warm-up,
+   barrier, ``time.perf_counter`` around N back-to-back ``dist.all_reduce`` calls, the mean over
+   ranks as nccl-tests and ``ncclcheck bench`` report it). Target: <= 1.05. Two figures:
+
+   * **2a, same processes**: one pair of ranks runs ncclcheck's measurement code
+     (``worker.Collective`` + ``worker.time_placement``, what ``ncclcheck bench`` times with)
+     and the bare loop in alternating blocks, ``--rounds`` times each, the order flipping every
+     round. Both see the same processes, sockets, CPU placement and background load, so the
+     ratio of the medians isolates the timing code itself; the ratio of the fastest blocks
+     (timeit's rule: the least disturbed run) is printed beside it.
+   * **2b, end to end**: the whole ``ncclcheck bench`` command (launcher, ssh, agents,
+     watchdogs) against the bare loop started over the same ssh on the same nodes, alternating
+     ``--repeats`` times; the ratio of the medians.
+
+   * **2c, the timed loop alone**: both loops with the collective replaced by a no-op, in this
+     process: the nanoseconds ncclcheck's loop adds per op (a Python call), and the bound that
+     puts on ratio 2a. It does not depend on the network or on load.
+
+   On a loaded machine single blocks vary by tens of percent; medians of interleaved runs much
+   less. The spread of the per-round ratios is printed so a noisy run shows itself.
 
 With the default MTU of 1500, TCP/IP and Ethernet headers (66 of every 1514 bytes on the wire,
 which ``tc tbf`` counts) cap TCP goodput at 95.6 % of the shaped rate; ``--mtu 9000`` lifts the
@@ -19,7 +34,8 @@ cap to 99.3 %.
 
 Usage::
 
-    sudo python3 scripts/bench-bench.py [--rate 400mbit] [--mtu 1500] [--repeats 5]
+    sudo python3 scripts/bench-bench.py [--rate 400mbit] [--mtu 1500] [--rounds 61]
+                                        [--block-iters 500] [--repeats 11] [--iters 2000]
 
 It prints ratios, not timings to compare across machines.
 """
@@ -30,6 +46,7 @@ import argparse
 import importlib.machinery
 import importlib.util
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -39,24 +56,63 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-BARE_LOOP = """
+#: The reference: a plain loop, timed as nccl-tests and ncclcheck time a block.
+BARE_BLOCK = """
+def bare_block(t, warmup, iters):
+    for _ in range(warmup):
+        dist.all_reduce(t)
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t)
+    return (time.perf_counter() - t0) * 1e6 / iters
+
+
+def mean_over_ranks(us):
+    every = torch.zeros(2, dtype=torch.float64)
+    dist.all_gather_into_tensor(every, torch.tensor([us], dtype=torch.float64))
+    return every.mean().item()
+"""
+
+PRELUDE = """
 import datetime, json, os, time
 import torch, torch.distributed as dist
 rank, iters, warmup = int(os.environ["RANK"]), int(os.environ["ITERS"]), int(os.environ["WARMUP"])
 dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=2,
-                        timeout=datetime.timedelta(seconds=60))
-t = torch.zeros(2)
-for _ in range(warmup):
-    dist.all_reduce(t)
-dist.barrier()
-t0 = time.perf_counter()
-for _ in range(iters):
-    dist.all_reduce(t)
-mine = torch.tensor([(time.perf_counter() - t0) * 1e6 / iters], dtype=torch.float64)
-every = torch.zeros(2, dtype=torch.float64)
-dist.all_gather_into_tensor(every, mine)
+                        timeout=datetime.timedelta(seconds=120))
+""" + BARE_BLOCK
+
+#: 2b's reference: one bare block per process pair, like one ``ncclcheck bench -b 8 -e 8``.
+BARE_LOOP = PRELUDE + """
+us = mean_over_ranks(bare_block(torch.zeros(2), warmup, iters))
 if rank == 0:
-    print(json.dumps({"time_us": every.max().item()}), flush=True)
+    print(json.dumps({"time_us": us}), flush=True)
+dist.destroy_process_group()
+"""
+
+#: 2a: ncclcheck's measurement code and the bare loop in alternating blocks, same processes.
+INTERLEAVED = PRELUDE + """
+from ncclcheck.bench import worker
+from ncclcheck.bench.formulas import OPS
+
+coll = worker.Collective(OPS["all_reduce"], rank, 2, torch.float32, 2, torch.device("cpu"))
+coll.resize(2)                                    # 8 bytes, as ncclcheck bench -b 8 -e 8
+timer = worker.Timer(cuda=False)
+bare_tensor = torch.zeros(2)
+
+
+def ours_block():
+    coll.prepare(True)
+    return worker.time_placement(coll.runner(True), warmup, iters, timer, False, 0)
+
+
+times = {"ours": [], "bare": []}
+for i in range(int(os.environ["ROUNDS"])):
+    for which in (("ours", "bare") if i % 2 == 0 else ("bare", "ours")):
+        us = ours_block() if which == "ours" else bare_block(bare_tensor, warmup, iters)
+        times[which].append(mean_over_ranks(us))
+if rank == 0:
+    print(json.dumps(times), flush=True)
 dist.destroy_process_group()
 """
 
@@ -97,33 +153,80 @@ def ncclcheck_bench(cluster, *args: str) -> dict:
     return json.loads(out.stdout)
 
 
-def bare_loop(cluster, iters: int, warmup: int) -> float:
-    """The slowest rank's time per op of a plain dist.all_reduce loop, started over ssh."""
+def on_both_nodes(cluster, code: str, env: dict[str, str]) -> dict:
+    """Run ``python -c code`` as ranks 0 and 1 (node1, node2) over ssh; rank 0's JSON line."""
     from ncclcheck.hostfile import Target
     from ncclcheck.remote import SSH
 
     ssh = SSH(ssh_config=cluster.ssh_config)
-    port = 29000 + int(time.time()) % 1000
+    port = 29000 + int(time.time() * 1000) % 1000
     processes = []
     for rank, node in enumerate(cluster.nodes[:2]):
-        env = {"RANK": str(rank), "ITERS": str(iters), "WARMUP": str(warmup),
-               "MASTER_ADDR": cluster.nodes[0].addr, "MASTER_PORT": str(port),
-               "GLOO_SOCKET_IFNAME": cluster.link()["ifname"], "OMP_NUM_THREADS": "1"}
-        processes.append(ssh.start(Target(node.addr), [sys.executable, "-c", BARE_LOOP],
-                                   env=env, deadline=600))
-    results = [p.result(600) for p in processes]
+        rank_env = {"RANK": str(rank), "MASTER_ADDR": cluster.nodes[0].addr,
+                    "MASTER_PORT": str(port), "GLOO_SOCKET_IFNAME": cluster.link()["ifname"],
+                    "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), **env}
+        processes.append(ssh.start(Target(node.addr), [sys.executable, "-c", code],
+                                   env=rank_env, deadline=900))
+    results = [p.result(900) for p in processes]
     for result in results:
         if not result.ok:
-            raise SystemExit(f"bare loop failed: {result.error}: {result.stderr[-500:]}")
-    return json.loads(results[0].stdout.strip().splitlines()[-1])["time_us"]
+            raise SystemExit(f"reference loop failed: {result.error}: {result.stderr[-500:]}")
+    return json.loads(results[0].stdout.strip().splitlines()[-1])
+
+
+def loop_overhead_ns(ops: int = 200_000, rounds: int = 7) -> tuple[float, float]:
+    """(ncclcheck's, the bare loop's) nanoseconds per op of the timed loop alone, with the
+    collective replaced by a no-op in this process: what the timing code adds, free of the
+    network and of other processes (fastest of ``rounds``)."""
+    import torch
+    from ncclcheck.bench import worker
+    from ncclcheck.bench.formulas import OPS
+
+    real = worker.dist.all_reduce
+    worker.dist.all_reduce = lambda tensor: None      # the op itself costs nothing now
+    try:
+        coll = worker.Collective(OPS["all_reduce"], 0, 2, torch.float32, 2, torch.device("cpu"))
+        coll.resize(2)
+        timer, run, t = worker.Timer(cuda=False), coll.runner(True), torch.zeros(2)
+        all_reduce = worker.dist.all_reduce
+        ours, bare = [], []
+        for _ in range(rounds):
+            ours.append(timer.time_us(run, ops) * 1e3)
+            t0 = time.perf_counter()
+            for _ in range(ops):
+                all_reduce(t)
+            bare.append((time.perf_counter() - t0) * 1e9 / ops)
+        return min(ours), min(bare)
+    finally:
+        worker.dist.all_reduce = real
+
+
+def summary(label: str, ours: list[float], bare: list[float]) -> str:
+    """The ratio of the medians (the figure), of the fastest blocks (timeit's rule: the
+    least disturbed), and the per-round ratios' quartiles (how noisy the run was)."""
+    ratios = [x / y for x, y in zip(ours, bare)]
+    q1, q2, q3 = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else (ratios * 3)
+    o, b = statistics.median(ours), statistics.median(bare)
+    return (f"{label}: ncclcheck / bare time per op = {o:.2f} / {b:.2f} us = {o / b:.3f} "
+            f"(medians; target <= 1.05)\n"
+            f"    fastest blocks: {min(ours):.2f} / {min(bare):.2f} us = "
+            f"{min(ours) / min(bare):.3f}; per-round ratios: median {q2:.3f}, "
+            f"quartiles {q1:.3f}-{q3:.3f}, range {min(ratios):.3f}-{max(ratios):.3f}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", default="400mbit", help="tc rate of the link (default 400mbit)")
     parser.add_argument("--mtu", type=int, default=1500, help="link MTU (default 1500)")
-    parser.add_argument("--repeats", type=int, default=5, help="alternating runs for ratio 2")
-    parser.add_argument("--iters", type=int, default=2000, help="ops per small-message block")
+    parser.add_argument("--rounds", type=int, default=61,
+                        help="interleaved block pairs for ratio 2a (default 61)")
+    parser.add_argument("--block-iters", type=int, default=500,
+                        help="ops per block for ratio 2a (default 500)")
+    parser.add_argument("--repeats", type=int, default=11,
+                        help="alternating whole runs for ratio 2b (default 11)")
+    parser.add_argument("--iters", type=int, default=2000,
+                        help="ops per block for ratio 2b (default 2000)")
+    parser.add_argument("--warmup", type=int, default=100, help="warm-up ops per block")
     args = parser.parse_args()
 
     netns = load_cluster_module()
@@ -142,21 +245,36 @@ def main() -> int:
         print(f"ratio 1: peak busbw / link rate = {peak:.4f} / {link_gbps:.4f} = "
               f"{peak / link_gbps:.3f}  (target >= 0.95)")
 
-        # 2. small-message time per op, ncclcheck against a bare loop
+        print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on "
+              f"{os.cpu_count()} CPUs; 8 B all_reduce, time per op = mean over ranks")
+        # 2a. the timing code itself: interleaved blocks in the same two processes
+        times = on_both_nodes(cluster, INTERLEAVED, {"ITERS": str(args.block_iters),
+                                                     "WARMUP": str(args.warmup),
+                                                     "ROUNDS": str(args.rounds)})
+        print(summary(f"ratio 2a (same processes, {args.rounds} interleaved rounds of "
+                      f"{args.block_iters} ops)", times["ours"], times["bare"]))
+        ours_ns, bare_ns = loop_overhead_ns()
+        per_op_ns = statistics.median(times["bare"]) * 1e3
+        print(f"2c (the timed loop alone, collective replaced by a no-op): ncclcheck "
+              f"{ours_ns:.0f} ns, bare {bare_ns:.0f} ns per op; ncclcheck adds "
+              f"{ours_ns - bare_ns:.0f} ns = {(ours_ns - bare_ns) / per_op_ns:.5f} of the bare "
+              f"time per op (bound on ratio 2a: {1 + max(0.0, ours_ns - bare_ns) / per_op_ns:.5f})")
+
+        # 2b. the whole command against the bare loop, alternating which goes first
+        block = {"ITERS": str(args.iters), "WARMUP": str(args.warmup)}
         ours, bare = [], []
-        for i in range(args.repeats):  # alternate which one goes first
+        for i in range(args.repeats):
             for which in (("ours", "bare") if i % 2 == 0 else ("bare", "ours")):
                 if which == "ours":
                     doc = ncclcheck_bench(cluster, "-b", "8", "-e", "8", "-n", str(args.iters),
-                                          "-w", "100", "--check", "0")
+                                          "-w", str(args.warmup), "--check", "0", "-a", "mean")
                     ours.append(doc["rows"][0]["in_place"]["time_us"])
                 else:
-                    bare.append(bare_loop(cluster, args.iters, 100))
-        o, b = statistics.median(ours), statistics.median(bare)
-        print(f"  ncclcheck 8 B all_reduce (in-place): {', '.join(f'{t:.1f}' for t in ours)} us")
-        print(f"  bare dist.all_reduce loop:           {', '.join(f'{t:.1f}' for t in bare)} us")
-        print(f"ratio 2: ncclcheck / bare time per op (medians) = {o:.1f} / {b:.1f} = "
-              f"{o / b:.3f}  (target <= 1.05); best runs: {min(ours) / min(bare):.3f}")
+                    bare.append(on_both_nodes(cluster, BARE_LOOP, block)["time_us"])
+        print(f"  ncclcheck bench (in-place): {', '.join(f'{t:.1f}' for t in ours)} us")
+        print(f"  bare loop:                  {', '.join(f'{t:.1f}' for t in bare)} us")
+        print(summary(f"ratio 2b (end to end, {args.repeats} alternating runs of {args.iters} "
+                      "ops)", ours, bare))
     return 0
 
 

@@ -244,11 +244,18 @@ def test_killing_the_local_ssh_mid_run_leaves_nothing_on_the_node(two_nodes, ssh
     mark = marker()
     process = ssh.start(Target("node2"), ["sh", "-c", f"sleep {mark} & setsid sleep {mark} & "
                                                       "echo running; wait"])
-    assert process.stdout.wait_for("^running$", timeout=20), process.stderr.text()
-    assert leftovers(two_nodes, "node2", 0).count(f"sleep {mark}") == 2
-    os.kill(process.pid, signal.SIGKILL)  # the local ssh dies abruptly
-    assert process.wait(5) == -signal.SIGKILL
-    assert leftovers(two_nodes, "node2") == []
+    try:
+        assert process.stdout.wait_for("^running$", timeout=20), process.stderr.text()
+        end = time.monotonic() + 5           # "running" can come before setsid has exec'd
+        while leftovers(two_nodes, "node2", 0).count(f"sleep {mark}") < 2 \
+                and time.monotonic() < end:
+            time.sleep(0.05)
+        assert leftovers(two_nodes, "node2", 0).count(f"sleep {mark}") == 2
+        os.kill(process.pid, signal.SIGKILL)  # the local ssh dies abruptly
+        assert process.wait(5) == -signal.SIGKILL
+        assert leftovers(two_nodes, "node2") == []
+    finally:
+        process.kill()                        # a failed assertion leaves nothing for the next
 
 
 @pytest.mark.netns

@@ -115,12 +115,24 @@ def test_child_ignoring_sigterm_gets_sigkill_after_grace():
     assert wait_gone(mark) == []
 
 
+def children_of(pid: int) -> str:
+    """The ids of ``pid``'s children (zombies included until reaped), from /proc."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
+
+
 def test_stdin_bytes_reach_the_child_and_the_pipe_stays_watched():
     proc = start(["--stdin-bytes", "5"], ["sh", "-c", "cat; echo done"])
     proc.stdin.write("hello, and this is not for the child")
     proc.stdin.flush()
     line = proc.stdout.readline()
     assert line == "hellodone\n"
+    end = time.monotonic() + 10                 # the child prints, then exits and is reaped:
+    while children_of(proc.pid) and time.monotonic() < end:  # closing stdin before that
+        time.sleep(0.02)                        # would (rightly) stop it with SIGTERM
     proc.stdin.close()
     assert proc.wait(timeout=10) == 0
 

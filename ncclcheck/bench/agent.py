@@ -16,7 +16,8 @@ the ranks' JSON events to its stdout, one per line, adding ``node``; it ends wit
 every rank exited 0. When a rank fails it reports ``rank_exit`` (exit code, the tail of the
 rank's stderr, the NCCL WARN lines of its log), stops the other ranks and exits 1. SIGTERM,
 SIGHUP and SIGINT stop the ranks too, and each rank also dies with the agent
-(``PR_SET_PDEATHSIG``).
+(``PR_SET_PDEATHSIG``). The log directory is announced first (``started``) and removed only
+after a clean run, so the launcher can say where a failed run's logs are on every node.
 """
 
 from __future__ import annotations
@@ -70,10 +71,14 @@ def free_port() -> int:
 
 def hello() -> dict[str, Any]:
     """What the launcher needs to know about this node before it plans the run."""
+    from ncclcheck.bench.ifname import local_interfaces
+
     ssh = os.environ.get("SSH_CONNECTION", "").split()
+    addresses = sorted({a for _, a in local_interfaces() if a and not a.startswith("127.")})
     return {"ev": "hello", "hostname": socket.gethostname(), "gpus": visible_gpus(),
             "torch": importlib.util.find_spec("torch") is not None,
             "python": sys.executable, "ssh_server_addr": ssh[2] if len(ssh) >= 4 else None,
+            "addresses": addresses,
             "free_port": free_port(), "pid": os.getpid()}
 
 
@@ -178,6 +183,7 @@ class Agent:
     def run(self) -> int:
         """Spawn, forward, supervise; the agent's exit code."""
         self.start()
+        self.say({"ev": "started", "ranks": len(self.procs), "log_dir": self.log_dir})
         open_pipes = len(self.procs)
         exits: dict[int, int] = {}
         while True:

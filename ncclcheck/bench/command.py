@@ -30,6 +30,7 @@ class BenchRequest:
     iters: int = 20
     dtype: str = "float"
     check: int = 1
+    average: str = "mean"
     procs: int | None = None
     backend: str = "auto"
     nodes: int | None = None
@@ -57,8 +58,8 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
     from ncclcheck.bench.launch import BenchOptions
 
     dtype = sweep.get_dtype(req.dtype)
-    sizes = sweep.sizes(sweep.parse_size(req.min_bytes), sweep.parse_size(req.max_bytes),
-                        req.step_factor)
+    min_bytes, max_bytes = sweep.parse_size(req.min_bytes), sweep.parse_size(req.max_bytes)
+    sizes = sweep.sizes(min_bytes, max_bytes, req.step_factor)
     env = envfile.candidate_env(req.env_assignments, req.env_files)
     env.update(extra_env or {})
     if req.remote_python:
@@ -79,7 +80,9 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         ssh_config=req.ssh_config, remote_python=req.remote_python,
         connect_timeout=req.connect_timeout, master_addr=req.master_addr,
         master_port=req.master_port,
-        nccl_log_dir=req.nccl_log_dir, link_rate_gbps=req.link_rate)
+        nccl_log_dir=req.nccl_log_dir, link_rate_gbps=req.link_rate,
+        average=sweep.get_average(req.average),
+        sweep={"min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": req.step_factor})
 
 
 def progress_for(out: Any, as_json: bool) -> Any:

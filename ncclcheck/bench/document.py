@@ -7,7 +7,8 @@ One run::
      "op": "all_reduce", "dtype": "float", "backend": "nccl" | "gloo",
      "world_size": 16, "nodes": ["node-a", "node-b"], "ranks_per_node": 8,
      "warmup": 5, "iters": 20, "check": 1,
-     "time_basis": "slowest rank (max over ranks)",
+     "sweep": {"min_bytes": 8, "max_bytes": 134217728, "step_factor": 2, ...} | null,
+     "time_basis": "mean over ranks (nccl-tests -a 1, its default)",
      "env": {NCCL_*/TORCH_NCCL_*/GLOO_* in effect on rank 0},
      "candidate_env": {the --env/--env-file configuration},
      "versions": {"torch": "2.6.0", "cuda": "12.4", "nccl": "2.21.5"},
@@ -15,13 +16,16 @@ One run::
                    "hcas": [...], "gdr": true | false | null, "nccl_versions": [...],
                    "per_rank": [{"host", "pid", "rank", "nccl_version", "network", ...}]},
      "rows": [{"size_bytes", "count", "type", "redop", "root",
-               "out_of_place": {"time_us", "time_us_mean", "algbw_gbps", "busbw_gbps", "wrong"},
+               "out_of_place": {"time_us", "time_us_mean", "time_us_max", "algbw_gbps",
+                                "busbw_gbps", "wrong"},
                "in_place": {...} | null}],
      "avg_busbw_gbps": 12.3, "peak_busbw_gbps": 45.6, "wrong_total": 0,
      "link_rate_gbps": null | 50.0}
 
-``time_us`` is the slowest rank's time per op (block time / iters); ``time_us_mean`` the mean
-over ranks; algbw and busbw come from ``time_us`` with nccl-tests' formulas. ``in_place`` is
+``time_us`` is the time per op (block time / iters) combined over ranks as ``time_basis`` says
+(``-a/--average``; by default the mean, as nccl-tests); ``time_us_mean`` is the mean and
+``time_us_max`` the slowest rank; algbw and busbw come from ``time_us`` with nccl-tests'
+formulas. ``in_place`` is
 null for ops torch.distributed cannot run in place (alltoall, sendrecv), shown as ``N/A``.
 ``avg_busbw_gbps`` is nccl-tests' ``Avg bus bandwidth``: the mean busbw over every printed
 cell, out-of-place and in-place.
@@ -41,18 +45,44 @@ from ncclcheck.bench.formulas import Op, algbw_gbps, busbw_gbps
 from ncclcheck.schema import envelope, now_utc
 
 
+#: How per-rank times combine into the reported time: nccl-tests' ``-a`` values.
+AVERAGES = {"rank0": 0, "mean": 1, "min": 2, "max": 3}
+TIME_BASIS = {"rank0": "rank 0's time (nccl-tests -a 0)",
+              "mean": "mean over ranks (nccl-tests -a 1, its default)",
+              "min": "fastest rank (nccl-tests -a 2)",
+              "max": "slowest rank (nccl-tests -a 3)"}
+
+
+def combine_times(times_us: list[float], average: str) -> float:
+    """The reported time from every rank's time (rank order), as nccl-tests ``-a`` does.
+
+    >>> [combine_times([10.0, 20.0, 30.0], a) for a in ("rank0", "mean", "min", "max")]
+    [10.0, 20.0, 10.0, 30.0]
+    """
+    if average == "rank0":
+        return times_us[0]
+    if average == "min":
+        return min(times_us)
+    if average == "max":
+        return max(times_us)
+    return sum(times_us) / len(times_us)
+
+
 def placement_result(op: Op, size_bytes: int, nranks: int, times_us: list[float],
-                     wrong: int | None) -> dict[str, Any]:
-    """One half of a row from every rank's time per op: slowest rank and mean.
+                     wrong: int | None, average: str = "mean") -> dict[str, Any]:
+    """One half of a row from every rank's time per op (in rank order).
+
+    ``time_us`` is combined as ``average`` says (nccl-tests' default: the mean) and gives algbw
+    and busbw; ``time_us_mean`` and ``time_us_max`` (the slowest rank) are always recorded.
 
     >>> from ncclcheck.bench.formulas import OPS
-    >>> placement_result(OPS["all_reduce"], 1000000, 2, [10.0, 20.0], 0)
-    {'time_us': 20.0, 'time_us_mean': 15.0, 'algbw_gbps': 50.0, 'busbw_gbps': 50.0, 'wrong': 0}
+    >>> placement_result(OPS["all_reduce"], 1000000, 2, [10.0, 30.0], 0)
+    {'time_us': 20.0, 'time_us_mean': 20.0, 'time_us_max': 30.0, 'algbw_gbps': 50.0, 'busbw_gbps': 50.0, 'wrong': 0}
     """
-    slowest = max(times_us)
-    return {"time_us": slowest, "time_us_mean": sum(times_us) / len(times_us),
-            "algbw_gbps": algbw_gbps(size_bytes, slowest),
-            "busbw_gbps": busbw_gbps(op, size_bytes, slowest, nranks), "wrong": wrong}
+    time_us = combine_times(times_us, average)
+    return {"time_us": time_us, "time_us_mean": sum(times_us) / len(times_us),
+            "time_us_max": max(times_us), "algbw_gbps": algbw_gbps(size_bytes, time_us),
+            "busbw_gbps": busbw_gbps(op, size_bytes, time_us, nranks), "wrong": wrong}
 
 
 def make_row(op: Op, size_bytes: int, count: int, type_name: str, nranks: int,
@@ -94,7 +124,8 @@ def bench_document(*, source: str, op: str, dtype: str, backend: str, world_size
                    nodes: list[str], ranks_per_node: Any, warmup: int | None, iters: int | None,
                    check: int | None, env: dict[str, str], versions: dict[str, Any],
                    transport: dict[str, Any] | None, rows: list[dict[str, Any]],
-                   time_basis: str = "slowest rank (max over ranks)",
+                   time_basis: str = TIME_BASIS["mean"],
+                   sweep: dict[str, Any] | None = None,
                    candidate_env: dict[str, str] | None = None,
                    link_rate_gbps: float | None = None) -> dict[str, Any]:
     """A complete bench document for one run."""
@@ -102,7 +133,7 @@ def bench_document(*, source: str, op: str, dtype: str, backend: str, world_size
     return envelope(
         "ncclcheck/bench", source=source, created_at=now_utc(), op=op, dtype=dtype,
         backend=backend, world_size=world_size, nodes=nodes, ranks_per_node=ranks_per_node,
-        warmup=warmup, iters=iters, check=check, time_basis=time_basis, env=env,
+        warmup=warmup, iters=iters, check=check, sweep=sweep, time_basis=time_basis, env=env,
         candidate_env=candidate_env or {}, versions=versions, transport=transport, rows=rows,
         avg_busbw_gbps=avg, peak_busbw_gbps=peak, wrong_total=wrong_total(rows),
         link_rate_gbps=link_rate_gbps)

@@ -5,13 +5,16 @@ Reads the table nccl-tests prints (``src/common.cu``, ``src/util.cu``), old and 
 * new (2.x, 2021 on): ``size count type redop root time algbw busbw #wrong time algbw busbw #wrong``;
 * old: no ``root`` and/or ``redop`` column, and ``error`` (the largest difference) instead of
   ``#wrong``; all_gather had neither column, alltoall left ``redop`` blank;
-* lines tagged by the launcher (Open MPI ``--tag-output`` ``[1,0]<stdout>:``, ``srun --label``),
-  interleaved ``NCCL INFO`` lines (read for the transport, :mod:`~ncclcheck.bench.transport`),
-  and the footer (``# Out of bounds values``, ``# Avg bus bandwidth``).
+* lines tagged by the launcher (Open MPI ``--tag-output`` ``[1,0]<stdout>:``, ``srun --label``;
+  stripped by :func:`ncclcheck.logparse.prefix.parse_prefix`, as ``diagnose`` does), interleaved
+  ``NCCL INFO`` lines (read for the transport and the ``NCCL_*`` settings,
+  :mod:`~ncclcheck.bench.transport`), and the footer (``# Out of bounds values``,
+  ``# Avg bus bandwidth``).
 
-The op comes from ``--op``, the ``# Collective test starting:`` line, a ``*_perf`` command line in
-the text, or, failing those, the ratio busbw/algbw against the rank count; an ambiguous file asks
-for ``--op``.
+The op comes from ``--op``, the ``# Collective test starting:`` line (or ncclcheck's own
+``# ncclcheck bench:`` line), a ``*_perf`` command line in the text, the ratio busbw/algbw
+against the rank count when only one op fits, or, failing those, the file's name
+(``nccl_allgather.log``); an output that leaves it open asks for ``--op``.
 """
 
 from __future__ import annotations
@@ -24,13 +27,16 @@ from ncclcheck.bench import transport
 from ncclcheck.bench.document import bench_document, footer_averages
 from ncclcheck.bench.formulas import OPS, Op, get_op
 from ncclcheck.errors import BadInput
+from ncclcheck.logparse.prefix import parse_prefix
 
-HEADER_RE = re.compile(r"^#\s+nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+\d+"
+HEADER_RE = re.compile(r"^#\s+nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)"
+                       r"(?:\s+minBytes\s+(?P<min>\d+))?(?:\s+maxBytes\s+(?P<max>\d+))?"
+                       r"(?:\s+step:\s*(?P<step>\d+)\((?P<kind>factor|bytes)\))?"
                        r".*?warmup iters:\s*(?P<warmup>\d+)\s+iters:\s*(?P<iters>\d+)"
                        r"(?:.*?validation:\s*(?P<check>\d+))?")
 VERSION_RE = re.compile(r"^#\s*nccl-tests version (?P<version>\S+)"
                         r"(?:.*?nccl-library=(?P<lib>\d+))?")
-STARTING_RE = re.compile(r"^#\s*Collective test starting:\s*(?P<op>\S+)")
+STARTING_RE = re.compile(r"^#\s*(?:Collective test starting|ncclcheck bench):\s*(?P<op>[A-Za-z_]+)")
 COMMAND_OP_RE = re.compile(r"\b(?P<op>[a-z_]+)_perf(?:_mpi)?\b")
 RANK_RE = re.compile(r"^#\s+Rank\s+(?P<rank>\d+)\s+(?:Group\s+\d+\s+)?Pid\s+(?P<pid>\d+)\s+on\s+"
                      r"(?P<host>\S+)\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$")
@@ -39,7 +45,8 @@ ROW_RE = re.compile(r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>[A-Za-z_][A-
                     r"(?P<rest>.*\S)\s*$")
 OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)\s+(?P<status>\S+)")
 AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<avg>[-+0-9.eE]+)")
-ENV_SET_RE = re.compile(r"\b(?P<name>NCCL_[A-Z0-9_]+) set (?:by environment )?to (?P<value>\S+?)\.?$")
+#: ``srun --label`` / pdsh rank labels in front of table lines (``0:            8 ...``).
+LABEL_RE = re.compile(r"^\s*\d{1,7}: ")
 
 
 def _number(text: str) -> float | None:
@@ -136,9 +143,10 @@ def parse_nccl_tests(text: str) -> dict[str, Any]:
     """
     facts: dict[str, Any] = {"op": None, "op_from_command": None, "nccl_tests_version": None,
                              "nccl_version": None, "warmup": None, "iters": None, "check": None,
-                             "ranks": [], "columns": None, "rows": [], "out_of_bounds": None,
-                             "avg_busbw_gbps": None, "env": {}, "tables": 0}
-    lines = [transport.strip_tag(raw.rstrip("\r")) for raw in text.splitlines()]
+                             "sweep": None, "ranks": [], "columns": None, "rows": [],
+                             "out_of_bounds": None, "avg_busbw_gbps": None, "tables": 0}
+    lines = [LABEL_RE.sub("", parse_prefix(raw.rstrip("\r"))[1], count=1)
+             for raw in text.splitlines()]
     table_done = False
     for line in lines:
         stripped = line.strip()
@@ -152,6 +160,14 @@ def parse_nccl_tests(text: str) -> dict[str, Any]:
             facts["warmup"], facts["iters"] = int(match.group("warmup")), int(match.group("iters"))
             if match.group("check") is not None:
                 facts["check"] = int(match.group("check"))
+            facts["sweep"] = {"threads": int(match.group("threads")),
+                              "gpus": int(match.group("gpus")),
+                              "min_bytes": int(match.group("min")) if match.group("min") else None,
+                              "max_bytes": int(match.group("max")) if match.group("max") else None,
+                              "step_factor": (int(match.group("step"))
+                                              if match.group("kind") == "factor" else None),
+                              "step_bytes": (int(match.group("step"))
+                                             if match.group("kind") == "bytes" else None)}
         elif (match := RANK_RE.match(stripped)):
             rank = {"rank": int(match.group("rank")), "pid": int(match.group("pid")),
                     "host": match.group("host"), "device": int(match.group("device")),
@@ -175,8 +191,6 @@ def parse_nccl_tests(text: str) -> dict[str, Any]:
             row = parse_row(line, facts["columns"])
             if row is not None:
                 facts["rows"].append(row)
-        if "NCCL INFO" in stripped and (match := ENV_SET_RE.search(stripped)):
-            facts["env"][match.group("name")] = match.group("value")
         if facts["op_from_command"] is None and not stripped.startswith("#"):
             if (match := COMMAND_OP_RE.search(stripped)):
                 facts["op_from_command"] = match.group("op")
@@ -185,7 +199,7 @@ def parse_nccl_tests(text: str) -> dict[str, Any]:
 
 def infer_op(rows: list[dict[str, Any]], nranks: int, elt_bytes: int | None) -> Op | None:
     """The only op whose busbw/algbw factor and count/size relation fit the rows, or None."""
-    usable = [r for r in rows if r["out_of_place"]["algbw_gbps"] >= 0.1]
+    usable = [r for r in rows if r["out_of_place"] and r["out_of_place"]["algbw_gbps"] >= 0.1]
     if not usable or nranks < 1:
         return None
     ratio = sum(r["out_of_place"]["busbw_gbps"] / r["out_of_place"]["algbw_gbps"]
@@ -206,6 +220,42 @@ def infer_op(rows: list[dict[str, Any]], nranks: int, elt_bytes: int | None) -> 
     return fits[0] if len(fits) == 1 else None
 
 
+def op_in_file_name(source: str) -> Op | None:
+    """The one op a file's name names (``nccl_allgather.log``, ``all_reduce_perf-2n.txt``).
+
+    >>> op_in_file_name("logs/nccl_allgather.log").name, op_in_file_name("run-2.txt") is None
+    ('all_gather', True)
+    """
+    stem = Path(source).name.lower().replace("-", "_")
+    squashed = stem.replace("_", "")
+    found = {o.name for o in OPS.values() if o.name.replace("_", "") in squashed}
+    return OPS[found.pop()] if len(found) == 1 else None
+
+
+def choose_op(facts: dict[str, Any], op: str | None, source: str, world: int | None,
+              elt_bytes: int | None) -> Op:
+    """The collective of an nccl-tests output: ``--op``, what the output says (the
+    ``Collective test starting`` line, a ``*_perf`` command line), what the numbers allow
+    (busbw/algbw against the rank count), or the file's name; else :class:`BadInput`."""
+    if op:
+        try:
+            return get_op(op)
+        except KeyError:
+            raise BadInput(f"--op {op}: unknown op (one of {', '.join(OPS)})") from None
+    for name in (facts["op"], facts["op_from_command"]):
+        if name:
+            try:
+                return get_op(name)
+            except KeyError:
+                pass
+    chosen = infer_op(facts["rows"], world, elt_bytes) if world else None
+    chosen = chosen or op_in_file_name(source)
+    if chosen is None:
+        raise BadInput(f"{source}: cannot tell which collective this is; pass --op "
+                       f"({', '.join(OPS)})")
+    return chosen
+
+
 def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | None = None,
                       ) -> dict[str, Any]:
     """Build a bench document from nccl-tests output; :class:`BadInput` when it has no table."""
@@ -220,37 +270,26 @@ def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | No
             hosts.append(rank["host"])
     world = len(facts["ranks"]) or None
     type_name = facts["rows"][-1]["type"]
-    elt = DTYPES[type_name].size if type_name in DTYPES else None
-    chosen: Op | None = None
-    for name in (op, facts["op"], facts["op_from_command"]):
-        if name:
-            try:
-                chosen = get_op(name)
-                break
-            except KeyError:
-                if name is op:
-                    raise BadInput(f"--op {op}: unknown op (one of {', '.join(OPS)})") from None
-    if chosen is None and world:
-        chosen = infer_op(facts["rows"], world, elt)
-    if chosen is None:
-        raise BadInput(f"{source}: cannot tell which collective this is; pass --op "
-                       f"({', '.join(OPS)})")
+    chosen = choose_op(facts, op, source, world, DTYPES[type_name].size
+                       if type_name in DTYPES else None)
     per_host = [sum(1 for r in facts["ranks"] if r["host"] == h) for h in hosts]
     nccl_logs = transport.parse_nccl_log(text)
     transport_info = transport.summarize(nccl_logs) if nccl_logs else None
     nccl_version = facts["nccl_version"] or (transport_info["nccl_versions"][0]
                                              if transport_info and transport_info["nccl_versions"]
                                              else None)
-    cuda = re.search(r"NCCL version \S+\+cuda(\d+\.\d+)", text)
+    cuda = next((e["cuda_version"] for e in nccl_logs if e.get("cuda_version")), None)
+    env: dict[str, str] = {}
+    for entry in nccl_logs:
+        env.update(entry["env"])
     rows = facts["rows"]
     doc = bench_document(
         source="nccl-tests import", op=chosen.name, dtype=type_name, backend="nccl",
         world_size=world, nodes=hosts, ranks_per_node=(per_host[0] if per_host and
                                                        len(set(per_host)) == 1 else per_host),
         warmup=facts["warmup"], iters=facts["iters"], check=facts["check"],
-        env=facts["env"], versions={"torch": None, "cuda": cuda.group(1) if cuda else None,
-                                    "nccl": nccl_version},
-        transport=transport_info, rows=rows,
+        env=env, versions={"torch": None, "cuda": cuda, "nccl": nccl_version},
+        transport=transport_info, rows=rows, sweep=facts["sweep"],
         time_basis="nccl-tests' reported time (its -a option; default: mean over ranks)")
     doc["imported_from"] = {"file": source, "nccl_tests_version": facts["nccl_tests_version"],
                             "out_of_bounds": facts["out_of_bounds"],

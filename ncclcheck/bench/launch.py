@@ -13,10 +13,13 @@
   process as the rank it was given and spawns nothing.
 
 :class:`Monitor` watches the agents' event streams. Nothing hangs: rendezvous and each
-collective have ``--timeout`` (the process group's); the monitor also fails the run when no
-event arrives for ``--timeout`` + 10 s, or an agent ends early. On failure it names the node or
-rank and why (the rank's error, its NCCL WARN lines, or ssh's error), stops every agent (their
-watchdogs stop the ranks) and raises :class:`NcclcheckError` (exit 1).
+collective have ``--timeout`` (the process group's); the monitor also fails the run when an
+agent ends early, or, as a backstop, when no event arrives for as long as a whole block of ops
+may take at ``--timeout`` each (:func:`stall_limit`). On failure it names the node or rank and
+why (the rank's error, its NCCL WARN lines, or ssh's error), stops every agent and waits for
+the nodes' watchdogs to confirm that the agents and ranks are gone (:meth:`Monitor.stop_all`),
+then raises :class:`NcclcheckError` (exit 1). A ``--master-addr`` that is not an address of the
+first node, where rank 0 hosts the TCPStore, is refused before anything starts.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from ncclcheck.errors import BadInput, NcclcheckError
 INSTALL_HINT = "torch is not installed; pip install 'ncclcheck[bench]'"
 STALL_MARGIN_S = 10.0
 FAILURE_GRACE_S = 2.0
+#: Seconds the launcher waits for the nodes' watchdogs to stop their agents and ranks.
+STOP_WAIT_S = 6.0
 #: Messages that say a rank saw a peer go away: a consequence, not the cause.
 CONSEQUENCE_RE = re.compile(r"connection (closed|reset)|closed by peer|broken pipe|"
                             r"connection refused|end of file|socket.*closed|timed out|"
@@ -70,13 +75,15 @@ class BenchOptions:
     connect_timeout: float = 10.0
     nccl_log_dir: str | None = None
     link_rate_gbps: float | None = None
+    average: str = "mean"
+    sweep: dict[str, Any] | None = None
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
         return {"op": self.op, "dtype": self.dtype, "sizes": list(self.sizes),
                 "warmup": self.warmup, "iters": self.iters, "check": self.check,
-                "backend": backend, "timeout_s": self.timeout,
-                "candidate_env": dict(self.candidate_env),
+                "backend": backend, "timeout_s": self.timeout, "average": self.average,
+                "sweep": self.sweep, "candidate_env": dict(self.candidate_env),
                 "link_rate_gbps": self.link_rate_gbps}
 
 
@@ -194,9 +201,51 @@ def agent_spec(opts: BenchOptions, backend: str, node: int, counts: list[int],
             "worker": opts.worker_spec(backend)}
 
 
+def check_master_addr(addr: str, addresses: list[str] | None, label: str) -> None:
+    """Refuse a ``--master-addr`` that is an IP address the first node does not have: rank 0
+    hosts the rendezvous store there, so every rank would wait ``--timeout`` for nothing.
+    Names are left to the resolver.
+
+    >>> check_master_addr("198.18.0.12", ["198.18.0.11"], "node1")
+    Traceback (most recent call last):
+    ...
+    ncclcheck.errors.BadInput: --master-addr 198.18.0.12 is not an address of node1, the first node, where rank 0 hosts the rendezvous store (it has 198.18.0.11)
+    """
+    import ipaddress
+
+    try:
+        ip = ipaddress.ip_address(addr.split("%", 1)[0])
+    except ValueError:
+        return
+    if addresses is None or ip.is_loopback or ip.version != 4 or str(ip) in addresses:
+        return
+    raise BadInput(f"--master-addr {addr} is not an address of {label}, the first node, where "
+                   f"rank 0 hosts the rendezvous store (it has {', '.join(addresses) or 'none'})")
+
+
+def ops_between_beats(opts: BenchOptions) -> int:
+    """Collectives a rank may run between two progress events: one placement's warm-up and
+    timed block and its barrier, plus the gather and the ``-c`` check that follow a size.
+
+    ``--timeout`` bounds each collective (torch.distributed's timeout), so a healthy block of
+    many ops may take far longer than ``--timeout``; the launcher's watch allows for that.
+
+    >>> ops_between_beats(BenchOptions(warmup=5, iters=20))
+    34
+    """
+    return opts.warmup + opts.iters + 1 + 8
+
+
+def stall_limit(opts: BenchOptions) -> float:
+    """Seconds without any event after which the launcher gives the sweep up (a backstop: a
+    stuck collective fails on its own after ``--timeout``)."""
+    return opts.timeout * ops_between_beats(opts) + STALL_MARGIN_S
+
+
 def run_deadline(opts: BenchOptions) -> float:
     """Seconds after which the remote watchdogs stop an agent no matter what (a backstop)."""
-    return (opts.timeout + STALL_MARGIN_S) * (3 * len(opts.sizes) + 4) + opts.connect_timeout
+    return (stall_limit(opts) * (2 * len(opts.sizes) + 1) + 2 * opts.timeout
+            + opts.connect_timeout + 60)
 
 
 # -- single node --------------------------------------------------------------------------------
@@ -211,6 +260,8 @@ def run_single_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
     info = agent.hello()
     backend = choose_backend(opts.backend, [info])
     host = socket.gethostname()
+    if opts.master_addr:
+        check_master_addr(opts.master_addr, info["addresses"], host)
     count = plan_node(opts, info, None, host, backend, multi_node=False)
     if opts.op == "sendrecv" and count < 2:
         raise BadInput("sendrecv needs at least 2 ranks")
@@ -276,6 +327,8 @@ def run_multi_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
               for t, h in zip(targets, hellos)]
     if opts.op == "sendrecv" and sum(counts) < 2:
         raise BadInput("sendrecv needs at least 2 ranks")
+    if opts.master_addr:
+        check_master_addr(opts.master_addr, hellos[0].get("addresses"), targets[0].label)
     addr = opts.master_addr or hellos[0].get("ssh_server_addr")
     if not addr or (addr.startswith("127.") and len(targets) > 1) or addr == "::1":
         raise BadInput(f"{targets[0].label}: cannot tell which address the other nodes reach "
@@ -354,8 +407,8 @@ class Monitor:
         except ValueError:
             return
         kind = event.get("ev")
-        if event.get("log_dir") and kind in ("error", "rank_exit"):
-            self.log_dirs.setdefault(node, event["log_dir"])
+        if event.get("log_dir") and kind in ("started", "error", "rank_exit"):
+            self.log_dirs.setdefault(node, event["log_dir"])  # kept by agents that fail
         if kind == "ready":
             self.ready = True
             self.progress.start(len(self.opts.sizes))
@@ -443,13 +496,13 @@ class Monitor:
                     return self.result
                 if continue_draining:
                     continue
-                limit = (self.opts.timeout + STALL_MARGIN_S if self.ready
+                limit = (stall_limit(self.opts) if self.ready
                          else self.opts.timeout + self.opts.connect_timeout + 60)
                 if now - last_event > limit:
                     phase = "the sweep" if self.ready else "start-up and rendezvous"
                     self.failures.append(Failure(6, f"no progress for {now - last_event:.0f} s "
                                                     f"during {phase} (--timeout "
-                                                    f"{self.opts.timeout:g})"))
+                                                    f"{self.opts.timeout:g} per collective)"))
                     raise NcclcheckError(self.failure_message())
         finally:
             self.progress.stop()
@@ -480,7 +533,18 @@ class Monitor:
         return text
 
     def stop_all(self) -> None:
-        """Stop every agent still running (their watchdogs stop the ranks)."""
+        """Stop every agent still running, and wait until the nodes say they are clean.
+
+        Closing an agent's stdin makes its node's watchdog stop the agent and its ranks and
+        then exit, which ends the ssh: so a finished ssh means nothing is left on that node.
+        What has not ended after :data:`STOP_WAIT_S` is terminated, then killed.
+        """
+        live = [p for p in self.processes if p.poll() is None]
+        for process in live:
+            process.close_stdin()
+        end = time.monotonic() + STOP_WAIT_S
+        for process in live:
+            process.wait(max(0.0, end - time.monotonic()))
         for process in self.processes:
             try:
                 process.stop()

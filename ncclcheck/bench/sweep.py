@@ -82,6 +82,30 @@ def sizes(min_bytes: int, max_bytes: int, step_factor: int) -> list[int]:
     return out
 
 
+#: Largest integer up to which every integer is exact, per floating-point type.
+EXACT_INTEGERS = {"half": 1 << 11, "bfloat16": 1 << 8, "float": 1 << 24, "double": 1 << 53}
+CHECK_MODULUS = 7
+
+
+def check_modulus(dtype: DType, nranks: int, reduces: bool) -> int:
+    """``m`` for the ``-c`` data ``(index + 3*rank) % m``: 7, or less when a sum over
+    ``nranks`` ranks of values up to ``m - 1`` would not be exact in ``dtype`` (bfloat16 holds
+    every integer only up to 256). Integer types wrap the same way on every path: 7. At 1 the
+    data is all zeros: results are still checked, and no rounding can count as wrong.
+
+    >>> [check_modulus(DTYPES["bfloat16"], n, True) for n in (8, 64, 256, 512)]
+    [7, 5, 2, 1]
+    >>> check_modulus(DTYPES["half"], 1024, True), check_modulus(DTYPES["int8"], 1024, True)
+    (3, 7)
+    >>> check_modulus(DTYPES["bfloat16"], 512, False)
+    7
+    """
+    limit = EXACT_INTEGERS.get(dtype.name)
+    if not reduces or limit is None:
+        return CHECK_MODULUS
+    return max(1, min(CHECK_MODULUS, limit // max(nranks, 1) + 1))
+
+
 def get_dtype(name: str) -> DType:
     """The data type called ``name`` (nccl-tests or torch spelling).
 
@@ -93,3 +117,21 @@ def get_dtype(name: str) -> DType:
     if key not in DTYPES:
         raise BadInput(f"--dtype {name}: unknown type (one of {', '.join(DTYPES)})")
     return DTYPES[key]
+
+
+def get_average(text: str) -> str:
+    """How per-rank times combine (``-a``): a name, or nccl-tests' number (0 rank0, 1 mean,
+    2 min, 3 max).
+
+    >>> get_average("1"), get_average("max"), get_average("3")
+    ('mean', 'max', 'max')
+    """
+    from ncclcheck.bench.document import AVERAGES
+
+    key = str(text).strip().lower()
+    by_number = {str(n): name for name, n in AVERAGES.items()}
+    key = by_number.get(key, key)
+    if key not in AVERAGES:
+        raise BadInput(f"-a/--average {text}: expected one of {', '.join(AVERAGES)} "
+                       "(or nccl-tests' 0-3)")
+    return key

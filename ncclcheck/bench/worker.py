@@ -13,10 +13,13 @@ It runs in three ways:
 How one size is timed (nccl-tests ``BenchTime``, bench-method.md §1.1): ``-w`` warm-up ops,
 then a barrier, then ``-n`` ops back to back timed as one block -- CUDA events on the current
 stream with NCCL, ``time.perf_counter`` with gloo (its collectives return when done) -- and the
-block time divided by ``-n``. Out-of-place, then in-place. Every rank's time is gathered on rank
-0, which reports the slowest rank and the mean. With ``-c``, each placement then runs once more
-on known data and every rank counts the elements that differ from the expected result
-(``#wrong``, summed over ranks).
+block time divided by ``-n``. The block holds the collective calls and nothing else. Out-of-place,
+then in-place; torch.distributed has no out-of-place all_reduce, so its out-of-place placement
+copies the input into the output buffer once, untimed, and reduces that buffer. Every rank's time
+is gathered on rank 0, which reports them combined as ``-a/--average`` says (the mean, as
+nccl-tests, by default) and records the mean and the slowest rank. With ``-c``, each placement
+then runs once more on known data and every rank counts the elements that differ from the
+expected result (``#wrong``, summed over ranks).
 """
 
 from __future__ import annotations
@@ -34,13 +37,12 @@ import torch
 import torch.distributed as dist
 
 from ncclcheck.bench import transport
-from ncclcheck.bench.document import bench_document, make_row, placement_result
+from ncclcheck.bench.document import TIME_BASIS, bench_document, make_row, placement_result
 from ncclcheck.bench.environ import rank_env
 from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
-from ncclcheck.bench.sweep import get_dtype
+from ncclcheck.bench.sweep import CHECK_MODULUS, check_modulus, get_dtype
 
 Emit = Callable[[dict], None]
-PATTERN = 7            #: data values are (index + 3*rank) % 7: exact in every dtype
 CHECK_CHUNK = 1 << 24  #: elements compared at once
 
 
@@ -92,25 +94,25 @@ def own_transport() -> dict[str, Any]:
         except OSError:
             text = ""
     entries = transport.parse_nccl_log(text)
-    entry = entries[0] if entries else transport._new_rank(socket.gethostname(), os.getpid())
+    entry = entries[0] if entries else transport.new_rank(socket.gethostname(), os.getpid())
     entry["log_file"] = path
     return entry
 
 
 # -- data and ops ---------------------------------------------------------------------------------
-def pattern(start: int, length: int, rank: int, device: Any) -> Any:
-    """int64 values ``(index + 3*rank) % 7`` for indices ``start .. start+length``."""
+def pattern(start: int, length: int, rank: int, device: Any, modulus: int) -> Any:
+    """int64 values ``(index + 3*rank) % modulus`` for indices ``start .. start+length``."""
     idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
-    return (idx + 3 * rank) % PATTERN
+    return (idx + 3 * rank) % modulus
 
 
-def rank_sum(start: int, length: int, nranks: int, device: Any) -> Any:
-    """int64 ``sum over r < nranks of (index + 3r) % 7`` (the all_reduce result of the data)."""
+def rank_sum(start: int, length: int, nranks: int, device: Any, modulus: int) -> Any:
+    """int64 ``sum over r < nranks of (index + 3r) % modulus`` (the all_reduce of the data)."""
     idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
     total = torch.zeros(length, dtype=torch.int64, device=device)
-    for t in range(min(nranks, PATTERN)):
-        weight = nranks // PATTERN + (1 if t < nranks % PATTERN else 0)
-        total += weight * ((idx + 3 * t) % PATTERN)
+    for t in range(min(nranks, modulus)):
+        weight = nranks // modulus + (1 if t < nranks % modulus else 0)
+        total += weight * ((idx + 3 * t) % modulus)
     return total
 
 
@@ -118,8 +120,9 @@ class Collective:
     """One op on preallocated buffers: runs out-of-place and in-place, and knows the answer."""
 
     def __init__(self, op: Op, rank: int, nranks: int, dtype: Any, max_count: int,
-                 device: Any) -> None:
+                 device: Any, modulus: int = CHECK_MODULUS) -> None:
         self.op, self.rank, self.n, self.dtype, self.device = op, rank, nranks, dtype, device
+        self.mod = modulus  # -c data: (index + 3*rank) % mod, exact in dtype (sweep.check_modulus)
         self.send = torch.zeros(max(1, self.send_elems(max_count)), dtype=dtype, device=device)
         self.recv = torch.zeros(max(1, self.recv_elems(max_count)), dtype=dtype, device=device)
         self.count = 0
@@ -136,13 +139,17 @@ class Collective:
         self.inp = self.send.narrow(0, 0, self.send_elems(count))
         self.out = self.recv.narrow(0, 0, self.recv_elems(count))
 
+    def prepare(self, in_place: bool) -> None:
+        """Untimed set-up before a placement runs: out-of-place all_reduce starts from a copy of
+        the input in the output buffer (torch.distributed has no out-of-place all_reduce)."""
+        if self.op.name == "all_reduce" and not in_place:
+            self.out.copy_(self.inp)
+
     def runner(self, in_place: bool) -> Callable[[], None]:
-        """A zero-argument function that runs the op once."""
+        """A zero-argument function that runs the op once, and nothing else (it is timed)."""
         op, inp, out, c, r = self.op.name, self.inp, self.out, self.count, self.rank
         if op == "all_reduce":
-            if in_place:
-                return lambda: dist.all_reduce(out)
-            return lambda: (out.copy_(inp), dist.all_reduce(out))
+            return lambda: dist.all_reduce(out)
         if op == "all_gather":
             src = out.narrow(0, r * c, c) if in_place else inp
             return lambda: dist.all_gather_into_tensor(out, src)
@@ -169,16 +176,17 @@ class Collective:
         op, c, r = self.op.name, self.count, self.rank
         if op == "all_gather":
             src = self.out.narrow(0, r * c, c) if in_place else self.inp
-            src.copy_(pattern(0, c, r, self.device).to(self.dtype))
+            src.copy_(pattern(0, c, r, self.device, self.mod).to(self.dtype))
             return self.out
         if op == "reduce_scatter":
-            self.inp.copy_(pattern(0, c * self.n, r, self.device).to(self.dtype))
+            self.inp.copy_(pattern(0, c * self.n, r, self.device, self.mod).to(self.dtype))
             return self.inp.narrow(0, r * c, c) if in_place else self.out
         if op in ("all_reduce", "broadcast") and in_place:
-            self.out.copy_(pattern(0, c, r, self.device).to(self.dtype))
+            self.out.copy_(pattern(0, c, r, self.device, self.mod).to(self.dtype))
             return self.out
-        self.inp.copy_(pattern(0, self.inp.numel(), r, self.device).to(self.dtype))
+        self.inp.copy_(pattern(0, self.inp.numel(), r, self.device, self.mod).to(self.dtype))
         self.out.zero_()
+        self.prepare(in_place)
         if op == "broadcast" and r == 0:
             return self.inp  # out-of-place on the root: torch broadcasts from the input
         return self.out
@@ -187,19 +195,19 @@ class Collective:
         """The correct result at output indices ``start .. start+length`` (int64)."""
         op, c, r, n, dev = self.op.name, self.count, self.rank, self.n, self.device
         if op == "all_reduce":
-            return rank_sum(start, length, n, dev)
+            return rank_sum(start, length, n, dev, self.mod)
         if op == "reduce_scatter":
-            return rank_sum(r * c + start, length, n, dev)
+            return rank_sum(r * c + start, length, n, dev, self.mod)
         if op == "broadcast":
-            return pattern(start, length, 0, dev)
+            return pattern(start, length, 0, dev, self.mod)
         if op == "sendrecv":
-            return pattern(start, length, (r - 1) % n, dev)
+            return pattern(start, length, (r - 1) % n, dev, self.mod)
         j = torch.arange(start, start + length, dtype=torch.int64, device=dev)
         src_rank, i = j // max(c, 1), j % max(c, 1)
         if op == "all_gather":
-            return (i + 3 * src_rank) % PATTERN
+            return (i + 3 * src_rank) % self.mod
         if op == "alltoall":
-            return (r * c + i + 3 * src_rank) % PATTERN
+            return (r * c + i + 3 * src_rank) % self.mod
         raise ValueError(op)
 
     def count_wrong(self, result: Any) -> int:
@@ -252,7 +260,10 @@ def barrier(cuda: bool, local_rank: int) -> None:
 
 def time_placement(fn: Callable[[], Any], warmup: int, iters: int, timer: Timer,
                    cuda: bool, local_rank: int) -> float:
-    """nccl-tests' point: warm up, barrier, time ``iters`` ops as one block; us per op."""
+    """nccl-tests' point: warm up, barrier, time ``iters`` ops as one block; us per op.
+
+    The block holds the ops and nothing else: no copy, no sync and no event per op.
+    """
     for _ in range(warmup):
         fn()
     timer.sync()
@@ -261,6 +272,18 @@ def time_placement(fn: Callable[[], Any], warmup: int, iters: int, timer: Timer,
 
 
 # -- the run --------------------------------------------------------------------------------------
+def device_info(cuda: bool, local_rank: int) -> dict[str, Any]:
+    """This rank's device for the ``# Rank`` lines: name and PCI id (``0000:18:00``) on GPU."""
+    if not cuda:
+        return {"device": "cpu", "bus_id": None}
+    props = torch.cuda.get_device_properties(local_rank)
+    bus = None
+    if hasattr(props, "pci_bus_id"):
+        bus = (f"{getattr(props, 'pci_domain_id', 0):04x}:{props.pci_bus_id:02x}:"
+               f"{getattr(props, 'pci_device_id', 0):02x}")
+    return {"device": props.name, "bus_id": bus}
+
+
 def versions(nccl_from_log: str | None) -> dict[str, Any]:
     """torch, CUDA and NCCL versions (NCCL as the library said in its log, else torch's)."""
     nccl = nccl_from_log
@@ -328,7 +351,8 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
         emit({"ev": "ready", "world_size": world})
     sizes = [int(s) for s in spec["sizes"]]
     counts = [per_rank_count(op, s, dtype_info.size, world) for s in sizes]
-    coll = Collective(op, rank, world, dtype, max(counts), device)
+    coll = Collective(op, rank, world, dtype, max(counts), device,
+                      check_modulus(dtype_info, world, op.name in ("all_reduce", "reduce_scatter")))
     timer = Timer(cuda)
     gathered = torch.zeros(world * 2, dtype=torch.float64, device=device)
     rows: list[dict[str, Any]] = []
@@ -339,6 +363,7 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
             if in_place and not op.in_place:
                 times.append(0.0)
                 continue
+            coll.prepare(in_place)
             times.append(time_placement(coll.runner(in_place), spec["warmup"], spec["iters"],
                                         timer, cuda, local_rank))
             if rank == 0:  # a sign of life for the launcher's watch, between blocks
@@ -364,16 +389,17 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
         if rank == 0:
             per_rank = gathered.view(world, 2).cpu().tolist()
             size_col = size_column(op, count, dtype_info.size, world)
-            oop = placement_result(op, size_col, world, [t[0] for t in per_rank], wrong[0])
-            ip = (placement_result(op, size_col, world, [t[1] for t in per_rank], wrong[1])
-                  if op.in_place else None)
+            average = spec.get("average", "mean")
+            oop = placement_result(op, size_col, world, [t[0] for t in per_rank], wrong[0],
+                                   average)
+            ip = (placement_result(op, size_col, world, [t[1] for t in per_rank], wrong[1],
+                                   average) if op.in_place else None)
             row = make_row(op, size_col, count, dtype_info.name, world, oop, ip)
             rows.append(row)
             emit({"ev": "progress", "done": index + 1, "total": len(counts), "row": row})
-    me = own_transport() if cuda else transport._new_rank(socket.gethostname(), os.getpid())
+    me = own_transport() if cuda else transport.new_rank(socket.gethostname(), os.getpid())
     me.update({"rank": rank, "local_rank": local_rank, "host": socket.gethostname(),
-               "pid": os.getpid(),
-               "device": torch.cuda.get_device_name(local_rank) if cuda else "cpu"})
+               "pid": os.getpid(), **device_info(cuda, local_rank)})
     everyone: list[Any] = [None] * world
     dist.all_gather_object(everyone, me)
     if rank != 0:
@@ -403,6 +429,7 @@ def build_document(spec: dict[str, Any], op: Op, type_name: str, world: int,
         world_size=world, nodes=hosts,
         ranks_per_node=per_host[0] if len(set(per_host)) == 1 else per_host,
         warmup=spec["warmup"], iters=spec["iters"], check=int(bool(spec["check"])),
+        sweep=spec.get("sweep"), time_basis=TIME_BASIS[spec.get("average", "mean")],
         env=effective_env(spec.get("candidate_env", {})), versions=versions(nccl_from_log),
         transport=summary, rows=rows, candidate_env=spec.get("candidate_env", {}),
         link_rate_gbps=spec.get("link_rate_gbps"))

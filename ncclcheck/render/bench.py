@@ -1,8 +1,9 @@
 """Render bench documents: the nccl-tests table, the summary, the --compare table, progress.
 
-The table copies nccl-tests' layout (``src/common.cu`` ``writeResultHeader`` and the per-row
-``PRINT`` formats, ``src/util.cu`` footer), so people can diff it against ``all_reduce_perf``
-output and ``ncclcheck bench --import`` reads it back. Plain text, no colour.
+The table copies current nccl-tests' layout byte for byte (2.18 and later: ``src/util.cu``
+``writeResultHeader``, ``writeBenchmarkLinePreamble``, ``writeBenchmarkLineBody`` with its
+``getFloatStr`` widths, ``writeResultFooter``), so people can diff it against ``all_reduce_perf``
+output, and ``ncclcheck bench --import`` reads it back. Plain text, no colour.
 """
 
 from __future__ import annotations
@@ -11,79 +12,99 @@ from typing import Any
 
 from ncclcheck.bench.document import footer_averages, wrong_total
 
-LEAD = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}"
-HALF_HEAD = "  {:>7}  {:>6}  {:>6} {:>6}"
+def float_cell(value: float, width: int) -> str:
+    """A number as nccl-tests prints time, algbw and busbw (``getFloatStr`` in src/util.cu):
+    two decimals while they fit ``width``, then one, then none, then exponent notation.
 
-
-def fmt_time(time_us: float) -> str:
-    """nccl-tests' time cell: 0, 1 or 2 decimals by magnitude.
-
-    >>> fmt_time(47535.2), fmt_time(135.83), fmt_time(6.364)
-    ('47535', '135.8', '6.36')
+    >>> float_cell(4366.46, 7), float_cell(14977.06, 7), float_cell(135.83, 7), float_cell(0.004, 6)
+    ('4366.46', '14977.1', ' 135.83', '  0.00')
+    >>> float_cell(338.82, 6), float_cell(1234.5, 6), float_cell(123456.0, 6), float_cell(5e7, 6)
+    ('338.82', '1234.5', '123456', ' 5e+07')
     """
-    if time_us >= 10000.0:
-        return f"{time_us:7.0f}".strip()
-    if time_us >= 100.0:
-        return f"{time_us:7.1f}".strip()
-    return f"{time_us:7.2f}".strip()
+    power, bound = 0, 1
+    while value >= bound:
+        power += 1
+        bound *= 10
+    if power < width - 2:
+        return f"{value:{width}.2f}"
+    if power < width - 1:
+        return f"{value:{width}.1f}"
+    if power < width + 1:
+        return f"{value:{width}.0f}"
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
 
 
 def fmt_half(cell: dict[str, Any] | None) -> str:
-    """One placement's four cells (time, algbw, busbw, #wrong); N/A when not measured."""
+    """One placement's cells (time, algbw, busbw, #wrong) as nccl-tests'
+    ``writeBenchmarkLineBody``; N/A where a placement was not measured."""
     if not cell:
-        return f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}  {'N/A':>5}"
+        return f"  {'N/A':>7}  {'N/A':>6}  {'N/A':>6}    N/A"
     wrong = cell.get("wrong")
-    return (f"  {fmt_time(cell['time_us']):>7}  {cell['algbw_gbps']:6.2f}  "
-            f"{cell['busbw_gbps']:6.2f}  {'N/A' if wrong is None else wrong:>5}")
+    head = (f"  {float_cell(cell['time_us'], 7)}  {float_cell(cell['algbw_gbps'], 6)}  "
+            f"{float_cell(cell['busbw_gbps'], 6)}")
+    return head + ("    N/A" if wrong is None else f"  {wrong:6g}")
 
 
 def format_row(row: dict[str, Any]) -> str:
-    """One table row, as nccl-tests prints it.
+    """One table row, as nccl-tests (2.18 and later) prints it.
 
-    >>> format_row({"size_bytes": 8, "count": 2, "type": "float", "redop": "sum", "root": -1,
-    ...             "out_of_place": {"time_us": 135.8, "algbw_gbps": 0.0, "busbw_gbps": 0.0, "wrong": 0},
-    ...             "in_place": None})
-    '           8             2     float     sum      -1    135.8    0.00    0.00      0      N/A     N/A     N/A    N/A'
+    Recorded row (nccl-tests 2.18.0, eunomia-bpf/nccl-eBPF, see tests/fixtures/nccl-tests):
+
+    >>> format_row({"size_bytes": 1048576, "count": 262144, "type": "float", "redop": "sum",
+    ...             "root": -1, "out_of_place": {"time_us": 4366.46, "algbw_gbps": 0.24,
+    ...             "busbw_gbps": 0.24, "wrong": 0}, "in_place": {"time_us": 4365.21,
+    ...             "algbw_gbps": 0.24, "busbw_gbps": 0.24, "wrong": 0}})
+    '     1048576        262144     float     sum      -1  4366.46    0.24    0.24       0  4365.21    0.24    0.24       0'
     """
-    return (f"{row['size_bytes']:>12}  {row['count']:>12}  {row['type']:>8}  {row['redop']:>6}  "
-            f"{row['root']:>6}" + fmt_half(row.get("out_of_place")) + fmt_half(row.get("in_place")))
+    return (f"{row['size_bytes']:12d}  {row['count']:12d}  {row['type']:>8}  {row['redop']:>6}  "
+            f"{row['root']:6d}" + fmt_half(row.get("out_of_place")) + fmt_half(row.get("in_place")))
 
 
 def table_header() -> list[str]:
-    """The three header lines of the result table."""
+    """The three header lines of the result table (nccl-tests ``writeResultHeader``)."""
+    lead = "# {:>10}  {:>12}  {:>8}  {:>6}  {:>6}"
+    cells = "  {:>7}  {:>6}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}  {:>6} "
     return [
-        "#" + " " * 62 + "out-of-place" + " " * 23 + "in-place" + " " * 10,
-        LEAD.format("size", "count", "type", "redop", "root")
-        + HALF_HEAD.format("time", "algbw", "busbw", "#wrong")
-        + HALF_HEAD.format("time", "algbw", "busbw", "#wrong"),
-        LEAD.format("(B)", "(elements)", "", "", "")
-        + HALF_HEAD.format("(us)", "(GB/s)", "(GB/s)", "")
-        + HALF_HEAD.format("(us)", "(GB/s)", "(GB/s)", ""),
+        lead.format("", "", "", "", "") + "           out-of-place                       in-place          ",
+        lead.format("size", "count", "type", "redop", "root")
+        + cells.format("time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong"),
+        lead.format("(B)", "(elements)", "", "", "")
+        + cells.format("(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""),
     ]
 
 
 def sweep_line(doc: dict[str, Any]) -> str:
-    """nccl-tests' parameter line, from the document's rows and settings."""
-    rows = doc.get("rows") or []
-    sizes = [r["size_bytes"] for r in rows]
-    factor = ""
-    if len(sizes) >= 2 and sizes[0] > 0 and sizes[1] % sizes[0] == 0:
-        factor = f"{sizes[1] // sizes[0]}(factor)"
-    return (f"# nThread 1 nGpus 1 minBytes {min(sizes, default=0)} maxBytes {max(sizes, default=0)} "
-            f"step: {factor or '-'} warmup iters: {doc.get('warmup')} iters: {doc.get('iters')} "
-            f"agg iters: 1 validation: {doc.get('check')} graph: 0")
+    """nccl-tests' parameter line, from the sweep the document records (else its rows)."""
+    sweep = doc.get("sweep") or {}
+    sizes = [r["size_bytes"] for r in doc.get("rows") or []]
+    low = sweep.get("min_bytes", min(sizes, default=0))
+    high = sweep.get("max_bytes", max(sizes, default=0))
+    if sweep.get("step_bytes") is not None:
+        step = f"{sweep['step_bytes']}(bytes)"
+    else:
+        factor = sweep.get("step_factor")
+        if factor is None and len(sizes) >= 2 and sizes[0] > 0 and sizes[1] % sizes[0] == 0:
+            factor = sizes[1] // sizes[0]
+        step = f"{factor}(factor)" if factor else "-"
+    return (f"# nThread {sweep.get('threads', 1)} nGpus {sweep.get('gpus', 1)} minBytes {low} "
+            f"maxBytes {high} step: {step} warmup iters: {doc.get('warmup')} "
+            f"iters: {doc.get('iters')} agg iters: 1 validation: {doc.get('check')} graph: 0")
 
 
 def rank_lines(doc: dict[str, Any]) -> list[str]:
-    """``#  Rank  N Group  0 Pid P on HOST device D [..] NAME`` for every rank known."""
-    per_rank = ((doc.get("transport") or {}).get("per_rank")) or []
+    """``#  Rank  N Group  0 Pid P on HOST device D [bus] NAME`` for every rank known."""
+    imported = (doc.get("imported_from") or {}).get("ranks")
+    per_rank = imported or ((doc.get("transport") or {}).get("per_rank")) or []
     out = []
     for entry in sorted(per_rank, key=lambda e: e.get("rank") if e.get("rank") is not None else 0):
         if entry.get("rank") is None:
             continue
-        out.append(f"#  Rank {entry['rank']:>2} Group  0 Pid {entry.get('pid') or 0:>6} on "
-                   f"{entry.get('host') or '?':>10} device {entry.get('local_rank') or 0:>2} "
-                   f"[{doc.get('backend')}] {entry.get('device') or ''}".rstrip())
+        device = entry.get("local_rank") if "local_rank" in entry else entry.get("device")
+        name = entry.get("gpu") if imported else entry.get("device")
+        bus = entry.get("bus_id") or doc.get("backend")
+        out.append(f"#  Rank {entry['rank']:2d} Group  0 Pid {entry.get('pid') or 0:6d} on "
+                   f"{entry.get('host') or '?':>10} device {device or 0:2d} "
+                   f"[{bus}] {name or ''}".rstrip())
     return out
 
 
@@ -117,7 +138,7 @@ def render_table(doc: dict[str, Any]) -> str:
              f"{doc.get('world_size')} ranks on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
              f" ({doc.get('source')})",
              f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
-             f"NCCL {versions.get('nccl') or '-'}",
+             f"NCCL {versions.get('nccl') or '-'}; time: {doc.get('time_basis') or '-'}",
              sweep_line(doc), "#", "# Using devices", *rank_lines(doc), "#", *table_header()]
     rows = doc.get("rows") or []
     lines += [format_row(r) for r in rows]

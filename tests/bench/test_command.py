@@ -29,12 +29,21 @@ def ncclcheck(*args, **kw):
     (["bench", "--master-addr", "-oProxyCommand=x"], "starts with '-'"),
     (["bench", "--remote-python", "python; reboot", "--hostfile", "/x"], "absolute path"),
     (["bench", "--check", "2"], "Invalid value"),
+    (["bench", "-a", "median"], "-a/--average median: expected one of rank0, mean, min, max"),
+    (["bench", "-b", "1X"], "K = 1024"),
+    (["bench", "--env-file", "{bad_env}"], "value must be plain text"),
+    (["bench", "--hostfile", "{bad_hosts}"], ":2: 'node;rm' is not a valid host name"),
 ])
-def test_bad_input_is_one_line_and_exit_2(args, needle):
+def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
+    (tmp_path / "bad.env").write_text("NCCL_SOCKET_IFNAME=$(touch /tmp/x)\n")
+    (tmp_path / "hosts").write_text("node1\nnode;rm\n")
+    args = [a.format(bad_env=tmp_path / "bad.env", bad_hosts=tmp_path / "hosts") for a in args]
     out = ncclcheck(*args)
     assert out.returncode == 2, out.stderr
     assert needle in out.stderr
     assert "Traceback" not in out.stderr + out.stdout
+    if not needle.startswith("Invalid value"):          # click's own usage errors are longer
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
 def test_without_torch_bench_says_how_to_install_it():

@@ -1,6 +1,8 @@
-"""The bench document: slowest-rank rows, nccl-tests averages, comparisons."""
+"""The bench document: rows timed as nccl-tests -a, nccl-tests averages, comparisons."""
 
 from __future__ import annotations
+
+import pytest
 
 from ncclcheck.bench.document import (
     bench_document,
@@ -14,14 +16,23 @@ from ncclcheck.bench.formulas import OPS
 from ncclcheck.schema import check
 
 
-def test_row_uses_the_slowest_rank_and_keeps_the_mean():
+def test_row_time_is_the_mean_over_ranks_like_nccl_tests_and_keeps_the_slowest():
     op = OPS["all_gather"]
     cell = placement_result(op, 8 << 20, 4, [100.0, 110.0, 90.0, 200.0], 0)
-    assert cell["time_us"] == 200.0 and cell["time_us_mean"] == 125.0
-    assert cell["algbw_gbps"] == (8 << 20) / 1e3 / 200.0
+    assert (cell["time_us"], cell["time_us_mean"], cell["time_us_max"]) == (125.0, 125.0, 200.0)
+    assert cell["algbw_gbps"] == (8 << 20) / 1e3 / 125.0
     assert cell["busbw_gbps"] == cell["algbw_gbps"] * 0.75
     row = make_row(op, 8 << 20, (8 << 20) // 16, "float", 4, cell, None)
     assert (row["redop"], row["root"], row["in_place"]) == ("none", -1, None)
+
+
+@pytest.mark.parametrize("average, time_us", [("rank0", 100.0), ("mean", 125.0), ("min", 90.0),
+                                              ("max", 200.0)])
+def test_average_picks_the_time_as_nccl_tests_dash_a(average, time_us):
+    cell = placement_result(OPS["all_reduce"], 1 << 20, 4, [100.0, 110.0, 90.0, 200.0], 0,
+                            average)
+    assert cell["time_us"] == time_us
+    assert cell["busbw_gbps"] == pytest.approx((1 << 20) / 1e3 / time_us * 1.5)
 
 
 def test_document_envelope_and_totals():

@@ -77,12 +77,33 @@ def test_old_formats_with_missing_columns(name, op, redop, root):
 
 
 def test_the_op_is_inferred_only_when_the_numbers_leave_one_choice():
-    assert imported("superbench-a100-8gpu-broadcast.log")["op"] == "broadcast"
-    assert imported("superbench-a100-8gpu-reduce_scatter.log")["op"] == "reduce_scatter"
+    text = (FIXTURES / "superbench-a100-8gpu-broadcast.log").read_text()
+    assert import_nccl_tests(text, "run.log")["op"] == "broadcast"
+    text = (FIXTURES / "superbench-a100-8gpu-reduce_scatter.log").read_text()
+    assert import_nccl_tests(text, "run.log")["op"] == "reduce_scatter"
+    text = (FIXTURES / "superbench-a100-8gpu-all_gather.log").read_text()
     with pytest.raises(BadInput, match="pass --op"):
-        imported("superbench-a100-8gpu-all_gather.log")  # all_gather or alltoall?
+        import_nccl_tests(text, "run.log")              # all_gather or alltoall?
     with pytest.raises(BadInput, match="pass --op"):
         imported("eks-efa-t4-2node-mpi-tagged.txt")      # 2 ranks: all_reduce or sendrecv?
+
+
+@pytest.mark.parametrize("name, op", [
+    ("superbench-a100-8gpu-all_gather.log", "all_gather"),
+    ("superbench-a100-8gpu-alltoall.log", "alltoall"),
+    ("superbench-a100-8gpu-broadcast.log", "broadcast"),
+    ("superbench-a100-8gpu-reduce_scatter.log", "reduce_scatter"),
+])
+def test_every_real_output_imports_without_op_when_its_name_says_it(name, op):
+    """superbench keeps each op's output in nccl_<op>.log: the name settles what numbers cannot."""
+    assert imported(name)["op"] == op
+
+
+def test_srun_labels_in_front_of_the_table():
+    text = (FIXTURES / "a3mega-h100-2x8-all_reduce.txt").read_text()
+    labelled = "".join(f"0: {line}\n" for line in text.splitlines())
+    assert imported("a3mega-h100-2x8-all_reduce.txt")["rows"] == \
+        import_nccl_tests(labelled, "x.log")["rows"]
 
 
 def test_not_a_table():
@@ -110,11 +131,15 @@ def test_cli_import_json_and_table(tmp_path):
                            capture_output=True, text=True, timeout=60)
     assert table.returncode == 0
     assert "# Avg bus bandwidth    : 70.742" in table.stdout
-    assert "  8589934592    2147483648     float     sum      -1    47535  180.71  338.82" \
-        in table.stdout
-    # our table reads back into the same rows
-    again = import_nccl_tests(table.stdout, "ours", "all_reduce")
+    assert ("  8589934592    2147483648     float     sum      -1  47535.0  180.71  338.82       0"
+            "  47743.0  179.92  337.35       0") in table.stdout.splitlines()
+    # our table reads back into the same rows, and says which op it is
+    again = import_nccl_tests(table.stdout, "ours")
+    assert again["op"] == "all_reduce" and again["world_size"] == 16
     assert again["rows"] == imported("a3mega-h100-2x8-all_reduce.txt")["rows"]
+    assert again["sweep"] == imported("a3mega-h100-2x8-all_reduce.txt")["sweep"] == {
+        "threads": 1, "gpus": 1, "min_bytes": 8, "max_bytes": 8589934592, "step_factor": 2,
+        "step_bytes": None}
     bad = subprocess.run([sys.executable, "-m", "ncclcheck", "bench", "--import",
                           str(tmp_path / "missing.log")], capture_output=True, text=True,
                          timeout=60)

@@ -37,9 +37,10 @@ def cmdlines(c, node) -> dict[int, str]:
 
 
 def ours_left(c) -> list[str]:
-    """Processes on the nodes other than sshd's listener, and local ssh clients to them."""
-    remote = [cmd for node in c.nodes for cmd in cmdlines(c, node).values()
-              if "[listener]" not in cmd]
+    """Processes on the nodes other than sshd's listener, and local ssh clients to them, as
+    soon as the launcher has exited: it waits for the nodes to stop their agents and ranks."""
+    remote = [cmd for node in c.nodes for pid, cmd in cmdlines(c, node).items()
+              if pid != node.sshd_pid]
     local = []
     for entry in os.listdir("/proc"):
         try:
@@ -70,7 +71,6 @@ def test_two_nodes_over_ssh(make_cluster):
             assert cell["algbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
             assert cell["busbw_gbps"] == pytest.approx(cell["algbw_gbps"] *
                                                        OPS["all_reduce"].bus_factor(2))
-    time.sleep(0.5)
     assert ours_left(c) == []
 
 
@@ -140,5 +140,18 @@ def test_killing_one_nodes_agent_fails_fast_names_it_and_leaves_nothing(make_clu
     assert took < timeout + 10
     assert err.startswith(f"ncclcheck: error: {c.nodes[1].addr} (node2): agent killed by signal 9")
     assert "Traceback" not in err
-    time.sleep(1)
+    assert ours_left(c) == []
+
+
+def test_a_master_addr_the_first_node_lacks_is_refused_before_anything_starts(make_cluster):
+    """Rank 0 hosts the rendezvous store on the first node: node2's address there would make
+    every rank wait --timeout for a store that never listens."""
+    c = make_cluster(2)
+    started = time.monotonic()
+    out = bench(c, "--nodes", "2", "--master-addr", c.nodes[1].addr, "--timeout", "60")
+    assert out.returncode == 2
+    assert out.stderr == (f"ncclcheck: error: --master-addr {c.nodes[1].addr} is not an address "
+                          f"of {c.nodes[0].addr}, the first node, where rank 0 hosts the "
+                          f"rendezvous store (it has {c.nodes[0].addr})\n")
+    assert time.monotonic() - started < 15
     assert ours_left(c) == []

@@ -1,4 +1,5 @@
-"""Inside torchrun: bench acts as the ranks it was given and spawns nothing."""
+"""Inside torchrun: bench acts as the ranks it was given and spawns nothing (one node, and two
+nodes of a network-namespace cluster)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ import subprocess
 import sys
 
 import pytest
+from conftest import needs_netns
+from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
+
+from ncclcheck.hostfile import Target
+from ncclcheck.remote import SSH
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]
@@ -38,3 +44,32 @@ def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
         cell = row["out_of_place"]
         assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
     assert doc["env"]["NCCL_DEBUG_FILE"] == f"{tmp_path / 'logs'}/nccl.%h.%p"
+
+
+@pytest.mark.netns
+@needs_netns
+def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster):
+    """The README recipe on each node of a 2-node cluster: ``ncclcheck rank`` gives torchrun its
+    values, torchrun starts one rank per node, bench reports once, from rank 0 on node1."""
+    c = make_cluster(2)
+    py = sys.executable
+    script = (f'eval "$({py} -m ncclcheck rank --hostfile {c.hostfile})" && exec {py} -m '
+              "torch.distributed.run --nnodes=$NNODES --node-rank=$NODE_RANK "
+              "--nproc-per-node=$NPROC_PER_NODE --master-addr=$MASTER_ADDR "
+              "--master-port=$MASTER_PORT -m ncclcheck bench -b 1K -e 16K -f 4 -n 2 -w 1 "
+              "--timeout 30 --json")
+    ssh = SSH(ssh_config=c.ssh_config)
+    runs = [ssh.start(Target(node.addr), ["sh", "-c", script], deadline=150) for node in c.nodes]
+    results = [run.result(timeout=120) for run in runs]
+    assert all(r.ok for r in results), [r.error for r in results]
+    doc = json.loads(results[0].stdout)
+    assert results[1].stdout.strip() == ""                       # rank 1 printed nothing
+    assert doc["launch"] == {"mode": "torchrun", "master_addr": c.nodes[0].addr,
+                             "master_port": 29500}
+    assert (doc["world_size"], doc["nodes"], doc["wrong_total"]) == (2, ["node1", "node2"], 0)
+    assert doc["transport"]["interfaces"] == ["eth0"]
+    for row in doc["rows"]:
+        for cell in (row["out_of_place"], row["in_place"]):
+            assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
+    for node in c.nodes:
+        assert [p for p in c.pids(node) if p != node.sshd_pid] == []

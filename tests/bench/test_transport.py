@@ -54,7 +54,8 @@ def test_plugin_network_under_mpi_tags():
     ranks = {r["rank"]: r for r in s["per_rank"]}
     assert sorted(ranks) == [0, 1]
     assert ranks[1]["host"] == "test-nccl-efa-worker-1" and ranks[1]["provider"] == "efa"
-    assert "NET/AWS Libfabric/0" in ranks[0]["paths"]
+    assert ranks[0]["paths"] == ["NET/AWS Libfabric"]   # the transport of "via NET/AWS Libfabric/0"
+    assert ranks[0]["env"] == {"NCCL_SHM_DISABLE": "0"}
 
 
 def test_mixed_networks_are_reported_as_mixed():
