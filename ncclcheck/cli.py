@@ -121,7 +121,6 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
       ncclcheck probe --from facts/          # files from srun, pdsh, Kubernetes
     """
     from ncclcheck import probe as probe_mod
-    from ncclcheck.host import LiveHost, RecordedHost
     from ncclcheck.schema import dumps
 
     if output and output != "-" and os.path.isdir(output):
@@ -141,15 +140,7 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
         render_cluster(obj.err if (as_json or output) else obj.out, doc)
         exit_for_findings([f for n in doc["nodes"] for f in n.get("findings", [])], fail_on)
         sys.exit(exit_code(doc))
-    if replay:
-        try:
-            host: Any = RecordedHost(replay)
-        except FileNotFoundError as exc:
-            raise BadInput(str(exc)) from None
-    else:
-        if not os.path.isdir(root):
-            raise BadInput(f"--root {root}: not a directory")
-        host = LiveHost(root)
+    host = probe_mod.open_host(root, replay)
     doc = probe_mod.collect_facts(host, only.split(",") if only else None)
     if output and output != "-":
         emit(dumps(doc), output)

@@ -75,6 +75,22 @@ def compact_sources(sources: list[str]) -> list[str]:
     return out
 
 
+def open_host(root: str = "/", replay: str | None = None) -> Host:
+    """The host to probe: a recorded folder (``--replay``) or the machine under ``root``."""
+    import os
+
+    from ncclcheck.host import LiveHost, RecordedHost
+
+    if replay:
+        try:
+            return RecordedHost(replay)
+        except FileNotFoundError as exc:
+            raise BadInput(str(exc)) from None
+    if not os.path.isdir(root):
+        raise BadInput(f"--root {root}: not a directory")
+    return LiveHost(root)
+
+
 def select(only: Iterable[str] | None) -> list[str]:
     """Validate ``--only`` names against the registry."""
     from ncclcheck.probes import PROBES
