@@ -115,12 +115,16 @@ def render_rules(console: Console, rules: list[Any], explain: bool = False) -> N
     """``ncclcheck rules``: the registry as a table (``explain``: with why and citation)."""
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("id", no_wrap=True)
-    for col in ("scope", "severity", "sets", "title"):
-        table.add_column(col, overflow="fold")
+    table.add_column("scope", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("title / sets", overflow="fold", min_width=24)
     for rule in rules:
+        what = Text(rule.title)
+        if rule.sets:
+            what.append("\nsets " + ", ".join(rule.sets), style="dim")
         table.add_row(Text(rule.id), Text(rule.scope), Text(rule.severity.value,
                                                              style=SEVERITY_STYLE[rule.severity.value]),
-                      Text(", ".join(rule.sets) or "-"), Text(rule.title))
+                      what)
     console.print(table)
     if explain:
         for rule in rules:
