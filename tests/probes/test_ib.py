@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,21 +11,9 @@ from ncclcheck.host import LiveHost, RecordedHost
 from ncclcheck.probe import run_section
 from ncclcheck.probes import ib
 from ncclcheck.probes.ib import Device, Gdr, Gid, IbData, Port
+from netfix import copy_host
 
-HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 GARBAGE = [None, "", "\n", "garbage", "\x00\xff", "4:", ":", "1 2 3", "Gb/sec", "9" * 400]
-
-
-def copy_host(name: str, tmp_path: Path) -> Path:
-    """A writable copy of the parts of a fixture host the network and ib probes read."""
-    src, dst = HOSTS / name, tmp_path / name
-    for part in ("root/sys", "root/proc", "queries", "commands"):
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dst / part, symlinks=True)
-    for meta in ("links.json", "listings.json", "paths.json"):
-        if (src / meta).exists():
-            shutil.copy(src / meta, dst / meta)
-    return dst
 
 
 def collect(host) -> tuple[IbData, list[str]]:

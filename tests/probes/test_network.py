@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +11,8 @@ from ncclcheck.host import LiveHost, RecordedHost, RecordingHost
 from ncclcheck.probe import run_section
 from ncclcheck.probes import network
 from ncclcheck.probes.network import Interface, NetworkData
+from netfix import copy_host
 
-HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 
 GARBAGE = [None, "", "\n", "garbage", "\x00\xff\xfe", "1 2 3\n4 5 6\n", "-" * 5000, "0x", "[]", "{}"]
 PARSERS = [network.parse_int, network.parse_uevent, network.parse_speed, network.parse_carrier,
@@ -25,18 +23,6 @@ PARSERS = [network.parse_int, network.parse_uevent, network.parse_speed, network
 
 def by_name(data: NetworkData) -> dict[str, Interface]:
     return {i["name"]: i for i in data["interfaces"]}
-
-
-def copy_host(name: str, tmp_path: Path) -> Path:
-    """A writable copy of the parts of a fixture host the network and ib probes read."""
-    src, dst = HOSTS / name, tmp_path / name
-    for part in ("root/sys", "root/proc", "queries", "commands"):
-        if (src / part).is_dir():
-            shutil.copytree(src / part, dst / part, symlinks=True)
-    for meta in ("links.json", "listings.json", "paths.json"):
-        if (src / meta).exists():
-            shutil.copy(src / meta, dst / meta)
-    return dst
 
 
 def collect(host) -> tuple[NetworkData, list[str]]:
