@@ -15,7 +15,7 @@ from typing import Any
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 from ncclcheck.rules.common import configured
 from ncclcheck.rules.net_socket_ifname import select
-from ncclcheck.rules.net_transport import ib_ready, net_plugin
+from ncclcheck.rules.net_transport import READY, UNKNOWN, ib_state, net_plugin
 
 MIN_MBPS = 25_000
 MAX_SOCKETS = 64  #: MAX_SOCKETS in src/transport/net_socket.cc
@@ -58,8 +58,8 @@ def effective_sockets(threads: str | None, socks: str | None,
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Set threads and sockets when Socket carries the traffic over links of 25 Gb/s or more."""
-    if any(net_plugin(n) for n in nodes) or all(ib_ready(n)[0] for n in nodes):
-        return []
+    if any(net_plugin(n) or ib_state(n)[0] in (READY, UNKNOWN) for n in nodes):
+        return []  # IB is (or may be) the fabric: sockets carry the data only where it fails
     sel = select(nodes)
     if not sel.names:
         return []
