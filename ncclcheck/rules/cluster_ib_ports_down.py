@@ -60,7 +60,8 @@ RULE = Rule(
     why=("NCCL uses only ACTIVE ports (net_ib/init.cc); a node with a port down has fewer "
          "rails, and every ring and tree crossing it slows to its bandwidth. 'INIT' with "
          "'LinkUp' means the link trained but no subnet manager configured it."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#networking-issues",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
+         "networking_troubleshooting.html#infiniband",
     fix="Check cables and switch ports (ibstat, mlxlink), and the subnet manager (sminfo).",
     check=check,
     scope="cluster",

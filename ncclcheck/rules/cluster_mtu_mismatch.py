@@ -57,7 +57,8 @@ RULE = Rule(
          "NCCL 2.20 did not adjust the QP to the remote MTU (NVIDIA/nccl#1524; later releases "
          "take the smaller of the two ends, but switches still drop oversized frames). RoCE "
          "guidance: port MTU 4200 so the active MTU is 4096 everywhere."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#networking-issues",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
+         "networking_troubleshooting.html#rdma-over-converged-ethernet-roce",
     fix="Set the same MTU on these interfaces on every node (and on the switch ports); check "
         "with ping -M do -s <mtu-28>.",
     check=check,

@@ -54,7 +54,8 @@ RULE = Rule(
          "(src/graph/paths.cc); without it traffic goes through /dev/shm and host memory at a "
          "fraction of the bandwidth. PCIe ACS and IOMMU settings cause both 'not supported' and "
          "silent hangs (troubleshooting: PCI Access Control Services)."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
+         "gpu_troubleshooting.html#pci-access-control-services-acs",
     fix="On bare metal disable ACS on the PCIe switches and use iommu=pt; in VMs enable ATS; "
         "compare nvidia-smi topo -p2p r across nodes.",
     check=check,

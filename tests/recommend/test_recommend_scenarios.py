@@ -84,7 +84,7 @@ def test_roce_pair_keeps_management_and_docker_out(docs):
     assert doc["env"]["NCCL_SOCKET_IFNAME"] == "=bond0,bond0.100"
     assert "NCCL_IB_GID_INDEX" not in doc["env"]  # torch loads 2.21.5: NCCL picks the GID
     gid = [f for f in doc["findings"] if f["rule"] == "ib-roce-gid-index"]
-    assert gid and "unset it" in gid[0]["message"]
+    assert gid and "one fixed index" in gid[0]["message"]
 
 
 def test_version_drift_names_the_outliers(docs):
