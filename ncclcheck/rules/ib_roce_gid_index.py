@@ -112,7 +112,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
 
 RULE = Rule(
     id="ib-roce-gid-index",
-    title="Set the RoCE v2 GID index below NCCL 2.21, leave it unset after",
+    title="Set the RoCE v2 GID index below NCCL 2.21, where NCCL cannot pick it",
     severity=Severity.WARNING,
     reads=("ib.devices", "ib.dev_infiniband?", "nccl.ibverbs", "nccl.versions",
            "network.default_route_interfaces?", "env.nccl?",
