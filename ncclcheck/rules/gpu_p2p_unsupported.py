@@ -43,11 +43,12 @@ def bad_pairs(facts: dict[str, Any]) -> dict[str, list[str]]:
     """Pairs whose read or write P2P status is not OK, by what NCCL does with them:
     ``{"nvlink": [...], "pcie": [...]}`` as ``GPU0-GPU3 read CNS (PXB)``.
 
+    >>> gpus, ok = ["GPU0", "GPU1", "GPU2"], [["X", "OK", "OK"], ["OK", "X", "OK"], ["OK", "OK", "X"]]
     >>> doc = {"sections": {"gpu": {"status": "ok", "data": {
-    ...     "p2p": {"labels": ["GPU0", "GPU1", "GPU2"], "read": [["X", "NS", "NS"], ["NS", "X", "OK"],
-    ...             ["NS", "OK", "X"]], "write": [["X", "OK", "OK"], ["OK", "X", "OK"], ["OK", "OK", "X"]]},
-    ...     "topology": {"labels": ["GPU0", "GPU1", "GPU2"], "matrix": [["X", "NV12", "SYS"],
-    ...                  ["NV12", "X", "PIX"], ["SYS", "PIX", "X"]]}}}}}
+    ...     "p2p": {"labels": gpus, "read": [["X", "NS", "NS"], ["NS", "X", "OK"], ["NS", "OK", "X"]],
+    ...             "write": ok},
+    ...     "topology": {"labels": gpus, "matrix": [["X", "NV12", "SYS"], ["NV12", "X", "PIX"],
+    ...                                             ["SYS", "PIX", "X"]]}}}}}
     >>> bad_pairs(doc)
     {'nvlink': ['GPU0-GPU1 read NS (NV12)'], 'pcie': []}
     """

@@ -33,7 +33,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                     "NCCL will stage network traffic through host memory",
             evidence={"ib.gdr": gdr},
         )]
-    only_peermem = gdr.get("peermem") and not gdr.get("nv_peer_mem") and gdr.get("dmabuf") is not True
+    only_peermem = (gdr.get("peermem") and not gdr.get("nv_peer_mem")
+                    and gdr.get("dmabuf") is not True)
     version = node_version(facts)
     parsed = version_tuple(version)
     if gdr.get("ready") and only_peermem and parsed and parsed < PEERMEM_SEEN_SINCE:

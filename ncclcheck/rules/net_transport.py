@@ -209,9 +209,10 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     findings = []
     lacking = {**broken, **none}
     if lacking:
-        works = sorted([*ready, *unknown])
+        works = sorted(ready) or sorted(unknown)
+        verb = "works" if ready else "may work"
         findings.append(Finding(
-            message=(f"IB/RoCE works on {len(works)} node(s) ({', '.join(works[:4])}"
+            message=(f"IB/RoCE {verb} on {len(works)} node(s) ({', '.join(works[:4])}"
                      f"{' ...' if len(works) > 4 else ''}) but not on {_listing(lacking)}: NCCL "
                      "would pick IB on some nodes and sockets on the others, and the job cannot "
                      "connect; nothing is set"),
