@@ -191,7 +191,8 @@ RULE = Rule(
     reads=("ib.devices", "ib.dev_infiniband?", "nccl.ibverbs", "network.default_route_interfaces?",
            "env.nccl?", "nccl.conf_env?"),
     sets=(VAR,),
-    why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (net_ib/init.cc), so a "
+    why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (src/transport/net_ib.cc, "
+         "net_ib/init.cc from v2.29.2-1), so a "
          "front-end or storage NIC joins the rings, and mixing link layers fails with "
          "'Attempted to merge incompatible devices'. Entries without '=' are prefixes: mlx5_1 "
          "also selects mlx5_10 to mlx5_19; NCCL's docs advise the '=' form. Vendor profiles "

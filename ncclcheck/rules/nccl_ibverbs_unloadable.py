@@ -56,7 +56,8 @@ RULE = Rule(
     reads=("ib.devices?", "ib.dev_infiniband?", "nccl.ibverbs"),
     sets=(),
     why=("NCCL's IB transport dlopens libibverbs.so / libibverbs.so.1 (src/misc/ibvsymbols.cc) "
-         "and uses the ports ibv_get_device_list returns (src/transport/net_ib/init.cc). When the "
+         "and uses the ports ibv_get_device_list returns (src/transport/net_ib.cc, net_ib/init.cc "
+         "from v2.29.2-1). When the "
          "library, its provider or the /dev/infiniband device nodes are missing it logs only at "
          "INFO ('Failed to open libibverbs.so[.1]' in v2.18.1-1, 'Count not open' in v2.30.7-1) "
          "and falls through to the Socket transport (src/plugin/net.cc), so jobs run at TCP "

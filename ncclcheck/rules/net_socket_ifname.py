@@ -328,7 +328,8 @@ RULE = Rule(
          "over all of them; unset, the filter admits bridges (br-*), veth ends and per-node "
          "management NICs, and bootstrap over an address that is the same on every node "
          "(docker0) or not routable between them hangs at init (NVIDIA/nccl#697, #913). An '=' "
-         "list matches names exactly (since 2.5); without it eth1 also matches eth10."),
+         "list matches names exactly (matchIfList in src/misc/utils.cc, since v2.5.6-1); without "
+         "it eth1 also matches eth10."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname",
     fix="Export the recommended NCCL_SOCKET_IFNAME on every node (or per node in /etc/nccl.conf "
         "when names differ).",

@@ -109,7 +109,8 @@ RULE = Rule(
            "ib.dev_infiniband?", "env.nccl?", "nccl.conf_env?"),
     sets=("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"),
     why=("NCCL's Socket transport uses NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per "
-         "connection (at most 64); the default is a single socket except on AWS and GCP NICs. "
+         "connection (at most 64: MAX_SOCKETS in src/transport/net_socket.cc, v2.12.12-1 to "
+         "v2.30.7-1); the default is a single socket except on AWS and GCP NICs. "
          "The docs suggest 4 and 4 for generic 100G networks, because one TCP stream and one "
          "CPU thread cannot fill the link; from 25 to 100 Gb/s ncclcheck uses 2 x 4 (its own "
          "choice: measure with bench --compare)."),

@@ -240,7 +240,7 @@ RULE = Rule(
     why=("NCCL picks the first network that initialises: an external plugin, then IB, then "
          "Socket, and NCCL_NET (compared without case) forces one (src/net.cc up to v2.25.1-1, "
          "src/plugin/net.cc from v2.26.2-1). IB drops out without a warning when libibverbs "
-         "does not load or no port is ACTIVE (src/transport/net_ib/init.cc, "
+         "does not load or no port is ACTIVE (src/transport/net_ib.cc, net_ib/init.cc from v2.29.2-1, "
          "src/misc/ibvsymbols.cc), so one node on Socket and the rest on IB fail to connect; "
          "with NCCL_NET set a failed IB is an error at init ('Failed to initialize any NET "
          "plugin', v2.27.3-1 on). Forcing Socket everywhere because of one bad node would run "
