@@ -33,10 +33,11 @@ def bridged(node: dict[str, Any], others: list[dict[str, Any]]) -> tuple[str, st
         for addr in iface.get("ipv4") or []:
             ip = ipaddress.ip_address(addr["address"])
             net = ipaddress.ip_network(addr.get("subnet") or f"{ip}/32", strict=False)
-            if not ip.is_private or any(p in net for p in peers):
+            if ip in DOCKER_DEFAULT and runtime in ("docker", "podman"):
+                return iface["name"], f"{ip}/{net.prefixlen}"  # Docker's default bridge
+            if not ip.is_private or any(p in net and p != ip for p in peers):
                 continue  # routable, or the peers share it: it is the real network
-            duplicated = ip in peers
-            if ip in DOCKER_DEFAULT or duplicated or runtime in ("docker", "podman"):
+            if ip in peers or runtime in ("docker", "podman"):
                 return iface["name"], f"{ip}/{net.prefixlen}"
     return None
 

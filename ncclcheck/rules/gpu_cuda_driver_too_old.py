@@ -34,7 +34,7 @@ RULE = Rule(
     id="gpu-cuda-driver-too-old",
     title="Use a CUDA driver at least as new as the runtime",
     severity=Severity.ERROR,
-    reads=("gpu.cuda_driver_version", "nccl.torch"),
+    reads=("gpu.cuda_driver_version?", "nccl.torch?"),
     sets=(),
     why=("A CUDA runtime needs a driver of its major version or newer "
          "(cudaErrorInsufficientDriver: 'CUDA driver version is insufficient for CUDA runtime "

@@ -49,7 +49,6 @@ def check(facts: dict[str, Any]) -> list[Finding]:
         return []
     names = (fact(facts, "gpu.topology") or {}).get("nics") or {}
     off = {g: v for g, v in near.items() if _rank(v[1]) > _rank("PXB")}
-    gdr = fact(facts, "env.nccl", {}).get("NCCL_NET_GDR_LEVEL")
     return [Finding(
         message=(f"{len(far)} of {len(near)} GPUs reach their nearest NIC only across the CPU "
                  "interconnect (SYS): "
@@ -60,8 +59,7 @@ def check(facts: dict[str, Any]) -> list[Finding]:
              "the GPUs near the NIC (CUDA_VISIBLE_DEVICES). Leave NCCL_NET_GDR_LEVEL at its "
              "default unless a bench shows SYS is faster on this platform; keep "
              "NCCL_CROSS_NIC at its default so rings may use the nearer NIC on each node"),
-        evidence={"gpu.topology.nearest_nic": {g: f"{n} {c}" for g, (n, c) in near.items()},
-                  "NCCL_NET_GDR_LEVEL": gdr},
+        evidence={"gpu.topology.nearest_nic": {g: f"{n} {c}" for g, (n, c) in near.items()}},
     )]
 
 
@@ -69,7 +67,7 @@ RULE = Rule(
     id="gpu-nic-affinity",
     title="Keep each GPU's NIC on its own PCIe switch or socket",
     severity=Severity.WARNING,
-    reads=("gpu.topology", "env.nccl?"),
+    reads=("gpu.topology?",),
     sets=(),
     why=("ncclTopoCheckGdr (src/graph/paths.cc) enables GPUDirect RDMA only when the GPU-NIC "
          "path is no longer than NCCL_NET_GDR_LEVEL, PXB by default: across a host bridge "
