@@ -70,7 +70,7 @@ def check(facts: dict[str, Any]) -> list[Finding]:
             continue
         shown = "; ".join(f"{subnet} dev {r['interface']} metric {r.get('metric')}" for r in same)
         findings.append(Finding(
-            message=(f"{', '.join(names)} are all in {subnet}"
+            message=(f"{', '.join(names[:-1])} and {names[-1]} share {subnet}"
                      + (f" with routes {shown}" if shown else "")
                      + ": ARP replies and outgoing packets may use a different interface than "
                        "the one NCCL chose, in an order that differs between nodes"),
