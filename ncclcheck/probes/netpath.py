@@ -157,7 +157,8 @@ def parse_hosts(text: Optional[str], name: Optional[str]) -> list[str]:
 
     Recorded on a Debian 12 installation (the installer maps the hostname to 127.0.1.1):
 
-    >>> text = "127.0.0.1\\tlocalhost\\n127.0.1.1\\tgpu01.lan\\tgpu01\\n# c\\n::1 localhost ip6-localhost\\n"
+    >>> text = ("127.0.0.1\\tlocalhost\\n127.0.1.1\\tgpu01.lan\\tgpu01\\n# c\\n"
+    ...         "::1 localhost ip6-localhost\\n")
     >>> parse_hosts(text, "gpu01"), parse_hosts(text, "GPU01.lan"), parse_hosts(text, "x")
     (['127.0.1.1'], ['127.0.1.1'], [])
     >>> parse_hosts(None, "a"), parse_hosts("10.0.0.1 a", None)

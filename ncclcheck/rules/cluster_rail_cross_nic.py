@@ -22,7 +22,8 @@ def rails(node: dict[str, Any]) -> dict[str, list[str]] | None:
     >>> rails(doc)
     {'eth0': ['10.0.0.0/24'], 'eth1': ['10.1.0.0/24']}
     """
-    netdevs = sorted({p["netdev"] for d in fact(node, "ib.devices", []) for p in d.get("ports") or []
+    ports = [p for d in fact(node, "ib.devices", []) for p in d.get("ports") or []]
+    netdevs = sorted({p["netdev"] for p in ports
                       if p.get("state") == "ACTIVE" and p.get("link_layer") == "Ethernet"
                       and p.get("netdev")})
     if len(netdevs) < 2:

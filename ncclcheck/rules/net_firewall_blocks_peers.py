@@ -54,7 +54,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     fw = fact(facts, "netpath.firewall", {})
     ifaces = data_interfaces(facts)
     names = [i["name"] for i in ifaces]
-    subnets = sorted({str(a["subnet"]) for i in ifaces for a in i.get("ipv4") or [] if a.get("subnet")})
+    subnets = sorted({str(a["subnet"]) for i in ifaces for a in i.get("ipv4") or []
+                      if a.get("subnet")})
     if not fw.get("readable"):
         if fw.get("ufw_active"):
             return [Finding(
@@ -92,7 +93,8 @@ RULE = Rule(
     reads=("netpath.firewall", "network.interfaces"),
     sets=(),
     why=("NCCL's bootstrap and Socket transport listen on ports the kernel picks "
-         "(src/misc/socket.cc ncclSocketListen reads the chosen port back with getsockname; src/bootstrap.cc sends it to the peers), "
+         "(src/misc/socket.cc ncclSocketListen reads the chosen port back with getsockname; "
+         "src/bootstrap.cc sends it to the peers), "
          "and so does every other rank's proxy; the c10d store uses MASTER_PORT. A firewall "
          "that drops INPUT by default and admits only ssh lets the job start and then hangs it "
          "at the first connection ('Connection timed out', 'socketPollConnect'). No port range "

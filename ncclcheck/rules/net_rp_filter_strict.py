@@ -24,7 +24,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
         fix=("Use loose mode: sysctl -w net.ipv4.conf.all.rp_filter=2 and "
              + " ".join(f"net.ipv4.conf.{n}.rp_filter=2" for n in strict)
              + " (persist in /etc/sysctl.d/); or give each NIC its own subnet"),
-        evidence={"netpath.sysctl.rp_filter": {n: effective(sysctl, n, "rp_filter") for n in ifaces},
+        evidence={"netpath.sysctl.rp_filter": {n: effective(sysctl, n, "rp_filter")
+                                               for n in ifaces},
                   "rp_filter.all": (sysctl.get("all") or {}).get("rp_filter")},
     )]
 

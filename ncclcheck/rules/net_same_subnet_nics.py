@@ -17,15 +17,16 @@ def data_interfaces(facts: dict[str, Any]) -> list[dict[str, Any]]:
     """Interfaces that carry traffic between nodes: up, not lo/docker/veth*/enslaved, with IPv4.
 
     >>> doc = {"sections": {"network": {"status": "ok", "data": {"interfaces": [
-    ...     {"name": "lo", "kind": "loopback", "operstate": "unknown", "ipv4": [{"address": "127.0.0.1"}]},
+    ...     {"name": "lo", "kind": "loopback", "operstate": "unknown",
+    ...      "ipv4": [{"address": "127.0.0.1"}]},
     ...     {"name": "eth0", "kind": "veth", "operstate": "up", "ipv4": [{"address": "198.18.0.2"}]},
     ...     {"name": "eth1", "kind": "physical", "operstate": "down", "ipv4": [{"address": "10.0.0.2"}]}]}}}}
     >>> [i["name"] for i in data_interfaces(doc)]
     ['eth0']
     """
     return [i for i in fact(facts, "network.interfaces", [])
-            if exclusion(i) is None and any(not str(a.get("address", "")).startswith(("127.", "169.254."))
-                                            for a in i.get("ipv4") or [])]
+            if exclusion(i) is None and any(not str(a.get("address", "")).startswith(
+                ("127.", "169.254.")) for a in i.get("ipv4") or [])]
 
 
 def shared_subnets(facts: dict[str, Any]) -> dict[str, list[str]]:

@@ -52,7 +52,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
             severity=Severity.WARNING if vm else Severity.ERROR))
     if translated and not vm:
         findings.append(Finding(
-            message=(f"the IOMMU translates DMA for the GPUs/NICs (group type {', '.join(translated)}, "
+            message=("the IOMMU translates DMA for the GPUs/NICs (group type "
+                     f"{', '.join(translated)}, "
                      f"kernel options {cmdline or 'none'}): peer-to-peer and GPUDirect RDMA "
                      "traffic is remapped by the IOMMU, which is slow or breaks it"),
             fix="Boot with iommu=pt (and intel_iommu=on / amd_iommu=on), or disable the IOMMU",
