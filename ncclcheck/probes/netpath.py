@@ -183,15 +183,22 @@ def _sysctls(host: Host) -> dict[str, dict[str, Optional[int]]]:
 def _firewall(host: Host, errors: list[str]) -> dict[str, Any]:
     ufw = parse_ufw_conf(host.read("etc/ufw/ufw.conf"))
     ipt = host.run(["iptables", "-S", "INPUT"])
+    found = None
     if ipt.ok:
         policy, rules = parse_iptables_input(ipt.stdout)
-        return {"readable": True, "tool": "iptables", "input_policy": policy,
-                "input_rules": rules, "ufw_active": ufw, "why": None}
+        found = {"readable": True, "tool": "iptables", "input_policy": policy,
+                 "input_rules": rules, "ufw_active": ufw, "why": None}
+        if policy in ("DROP", "REJECT"):
+            return found
+    # native nftables tables (inet filter) do not show in `iptables -S`
     nft = host.run(["nft", "list", "ruleset"])
     if nft.ok:
         policy, rules = parse_nft_input(nft.stdout)
-        return {"readable": True, "tool": "nft", "input_policy": policy or "ACCEPT",
-                "input_rules": rules, "ufw_active": ufw, "why": None}
+        if policy or found is None:
+            return {"readable": True, "tool": "nft", "input_policy": policy or "ACCEPT",
+                    "input_rules": rules, "ufw_active": ufw, "why": None}
+    if found:
+        return found
     why = f"{ipt.why_failed()}; {nft.why_failed()}"
     errors.append(f"firewall ruleset not readable ({why}): whether peers may connect is unknown")
     return {"readable": False, "tool": None, "input_policy": None, "input_rules": [],

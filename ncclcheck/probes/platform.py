@@ -5,8 +5,8 @@
   that holds a GPU or NIC (``/sys/bus/pci/devices/<bdf>/iommu_group/type``: ``identity`` is
   passthrough, ``DMA`` / ``DMA-FQ`` translate every peer-to-peer access);
 * ``acs``: the bridges above each GPU and NIC (from the ``/sys/bus/pci/devices/<bdf>`` link) with
-  their ``ACSCtl`` line of ``lspci -D -vvv`` (needs root to show capabilities). ``acs_readable``
-  is False when lspci printed no capability at all;
+  their ``ACSCtl`` line of ``lspci -D -vvv`` (needs root to show capabilities; run only where
+  there is an NVIDIA GPU). ``acs_readable`` is False when lspci printed no capability at all;
 * ``fabric``: per GPU, ``fabric.state`` / ``fabric.status`` of ``nvidia-smi --query-gpu``
   (Not Started, In Progress, Completed; N/A without an NVSwitch fabric), and whether the
   ``nvidia-fabricmanager`` service is active (``systemctl is-active``; None without systemd).
@@ -144,7 +144,8 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
         if group:
             name = group.rstrip("/").rsplit("/", 1)[-1]
             groups[bdf] = (host.read(f"sys/kernel/iommu_groups/{name}/type") or "").strip() or None
-    lspci = host.run(["lspci", "-D", "-vvv"], timeout=15) if devices else None
+    gpus = any(k == "gpu" for k in devices.values())
+    lspci = host.run(["lspci", "-D", "-vvv"], timeout=15) if gpus else None
     acs = parse_lspci_acs(lspci.stdout) if lspci and lspci.ok else {}
     if lspci is not None and not lspci.ok:
         errors.append(f"ACS unknown: {lspci.why_failed()}")
@@ -158,7 +159,7 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
         paths.append({"device": bdf, "kind": kind, "iommu_group_type": groups.get(bdf),
                       "bridges": [{"bdf": b, "acs": acs.get(b)} for b in bridges]})
     fabric: list = []
-    if any(k == "gpu" for k in devices.values()):
+    if gpus:
         smi = host.run(FABRIC_QUERY, timeout=10)
         fabric = parse_fabric(smi.stdout) if smi.ok else []
     fm = host.run(["systemctl", "is-active", "nvidia-fabricmanager"])

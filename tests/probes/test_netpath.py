@@ -71,3 +71,15 @@ def test_recorded_facts_drive_the_rules(tmp_path):
     rules = [r for r in NODE_RULES if r.id == "host-hostname-loopback"]
     [finding] = evaluate(rules, [doc])["findings"]
     assert finding["severity"] == "error" and "MASTER_ADDR=localhost" in finding["message"]
+
+
+def test_native_nftables_drop_is_seen_behind_an_empty_iptables(tmp_path):
+    """iptables-nft shows only its own tables: an `inet filter` table needs `nft list ruleset`."""
+    folder = recorded(tmp_path, "-P INPUT ACCEPT\n", "")
+    (folder / "commands" / "nft_list_ruleset.txt").write_text(
+        "table inet filter {\n  chain input {\n"
+        "    type filter hook input priority filter; policy drop;\n"
+        "    tcp dport 22 accept\n  }\n}\n")
+    data = netpath.collect(RecordedHost(folder), [])
+    assert (data["firewall"]["tool"], data["firewall"]["input_policy"]) == ("nft", "DROP")
+    assert data["firewall"]["input_rules"] == ["tcp dport 22 accept"]
