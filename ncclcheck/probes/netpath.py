@@ -36,8 +36,8 @@ _NFT_HOOK = re.compile(r"type\s+filter\s+hook\s+input\b.*?policy\s+(\w+)")
 def parse_routes(text: Optional[str]) -> list[dict[str, Any]]:
     """Every usable IPv4 route of ``/proc/net/route`` (hex, addresses little-endian).
 
-    Recorded on node2 of a namespace fleet with a second NIC in eth0's subnet (the case of
-    NVIDIA/nccl#1581: two routes to one subnet):
+    As on node2 of the namespace fleet of tests/rules/test_rules_netns.py, with a second NIC in
+    eth0's subnet (the case of NVIDIA/nccl#1581: two routes to one subnet):
 
     >>> text = ("Iface\\tDestination\\tGateway \\tFlags\\tRefCnt\\tUse\\tMetric\\tMask\\t\\tMTU\\t"
     ...         "Window\\tIRTT\\n"
@@ -73,7 +73,7 @@ def parse_routes(text: Optional[str]) -> list[dict[str, Any]]:
 def parse_iptables_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
     """``iptables -S INPUT`` -> (policy, rules as printed, without ``-A INPUT``).
 
-    Recorded on node1 of a namespace fleet after ``iptables -P INPUT DROP`` and two rules:
+    As node1 of the namespace fleet prints it after ``iptables -P INPUT DROP`` and two rules:
 
     >>> parse_iptables_input("-P INPUT DROP\\n-A INPUT -i lo -j ACCEPT\\n"
     ...                      "-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\\n")
@@ -155,7 +155,7 @@ def parse_ufw_conf(text: Optional[str]) -> Optional[bool]:
 def parse_hosts(text: Optional[str], name: Optional[str]) -> list[str]:
     """The addresses ``/etc/hosts`` gives ``name`` (any of its names), in file order.
 
-    Recorded on a Debian 12 installation (the installer maps the hostname to 127.0.1.1):
+    As the Debian installer writes it (it maps the hostname to 127.0.1.1):
 
     >>> text = ("127.0.0.1\\tlocalhost\\n127.0.1.1\\tgpu01.lan\\tgpu01\\n# c\\n"
     ...         "::1 localhost ip6-localhost\\n")

@@ -35,7 +35,7 @@ FABRIC_QUERY = ["nvidia-smi", "--query-gpu=pci.bus_id,fabric.state,fabric.status
 def parse_cmdline_iommu(text: Optional[str]) -> dict[str, str]:
     """The IOMMU options of a kernel command line.
 
-    Recorded ``/proc/cmdline`` of a DGX H100 (DGX OS 6, cut):
+    Sample ``/proc/cmdline`` in the form DGX OS 6 boots with (cut):
 
     >>> parse_cmdline_iommu("BOOT_IMAGE=/boot/vmlinuz-5.15.0-1042-nvidia root=UUID=1 ro "
     ...                     "intel_iommu=on iommu=pt pci=realloc=off\\n")
@@ -54,8 +54,9 @@ def parse_cmdline_iommu(text: Optional[str]) -> dict[str, str]:
 def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
     """``lspci -D -vvv`` -> ``{bdf: {"SrcValid": True, "ReqRedir": False, ...}}`` from ACSCtl.
 
-    Recorded on a PCIe switch port above a GPU with ACS on (the output NCCL's troubleshooting
-    page shows, as in NVIDIA/nccl#199; other lines cut):
+    Sample: a PCIe switch port above a GPU with ACS on, in lspci's format (the ACSCtl line NCCL's
+    troubleshooting page tells users to look for, as reported in NVIDIA/nccl#199; other lines
+    cut; not captured by us from a live machine):
 
     >>> text = ("0000:16:00.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane (rev ca)\\n"
     ...         "\\tCapabilities: [f24 v1] Access Control Services\\n"
@@ -85,7 +86,9 @@ def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
 def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
     """``nvidia-smi --query-gpu=pci.bus_id,fabric.state,fabric.status --format=csv,noheader``.
 
-    Recorded on an HGX H100 whose fabric manager was stopped (one GPU shown), and on a PCIe GPU:
+    Samples in nvidia-smi's csv format (states as NVML names them: Not Started, In Progress,
+    Completed; ``[N/A]`` where a GPU has no fabric); an HGX GPU waiting for a stopped fabric
+    manager, one that joined, and a PCIe GPU:
 
     >>> parse_fabric("00000000:18:00.0, In Progress, N/A\\n00000000:2A:00.0, Completed, Success\\n")
     [{'pci_bus_id': '0000:18:00.0', 'state': 'In Progress', 'status': None}, \

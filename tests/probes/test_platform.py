@@ -1,7 +1,7 @@
 """platform probe: ACS on the bridges above a GPU, IOMMU groups, fabric state, replayed through
-the rooted reader from a recorded folder. The lspci, nvidia-smi and cmdline texts are the recorded
-outputs quoted in ncclcheck/probes/platform.py (NCCL's ACS troubleshooting output, an HGX H100
-with its fabric manager stopped)."""
+the rooted reader from a recorded-host folder. The lspci, nvidia-smi and cmdline texts are the
+samples quoted in ncclcheck/probes/platform.py, in the tools' published formats (no machine with
+ACS or NVSwitches was at hand to capture them from)."""
 
 from __future__ import annotations
 
