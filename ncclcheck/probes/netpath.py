@@ -113,6 +113,14 @@ def parse_nft_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
     ('DROP', ['ct state established,related accept', 'iif "lo" accept', 'tcp dport 22 accept'])
     >>> parse_nft_input("table ip nat {\\n}\\n"), parse_nft_input(None)
     ((None, []), (None, []))
+
+    firewalld accepts by policy but ends its input chain with a reject (cut):
+
+    >>> parse_nft_input('table inet firewalld {\\n  chain filter_INPUT {\\n'
+    ...                 '    type filter hook input priority filter + 10; policy accept;\\n'
+    ...                 '    jump filter_INPUT_ZONES\\n'
+    ...                 '    reject with icmpx admin-prohibited\\n  }\\n}\\n')
+    ('REJECT', ['jump filter_INPUT_ZONES', 'reject with icmpx admin-prohibited'])
     """
     best: tuple[Optional[str], list[str]] = (None, [])
     chain: Optional[list[str]] = None
@@ -127,7 +135,10 @@ def parse_nft_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
         if hook:
             policy = hook.group(1).upper()
         elif line.strip() == "}":
-            if policy and (best[0] is None or policy == "DROP"):
+            last = chain[-1].split()[0] if chain else ""
+            if policy == "ACCEPT" and last in ("drop", "reject"):
+                policy = last.upper()  # a final catch-all drop/reject decides, not the policy
+            if policy and (best[0] is None or policy in ("DROP", "REJECT")):
                 best = (policy, chain)
             chain = None
         elif line.strip():

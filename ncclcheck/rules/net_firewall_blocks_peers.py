@@ -14,6 +14,7 @@ from ncclcheck.rules.net_same_subnet_nics import data_interfaces
 _NARROW = ("--dport", "--dports", "dport", "--ctstate", "--state", "ct state", "icmp",
            "--icmp-type", "-p udp", "udp ")
 _SOURCE = re.compile(r"(?:-s|ip saddr)\s+([0-9./]+)")
+_JUMP = re.compile(r"(?:-j|jump|goto)\s+(?!ACCEPT\b|DROP\b|REJECT\b|RETURN\b|LOG\b)([\w-]+)")
 _IFACE = re.compile(r"(?:-i|iifname|iif)\s+\"?([\w.+-]+)\"?")
 
 
@@ -73,6 +74,18 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     if policy not in ("DROP", "REJECT") or any(admits_peers(r, subnets, names) for r in rules):
         return []
     allowed = [r for r in rules if r.split()[-1] in ("ACCEPT", "accept")]
+    jumps = sorted({m.group(1) for r in rules
+                    if not any(n in r for n in _NARROW) and (m := _JUMP.search(r))})
+    if jumps:  # ufw, firewalld, kube-proxy: the verdict is in chains not read here
+        return [Finding(
+            message=(f"the firewall ({fw.get('tool')}) drops incoming connections by default "
+                     f"(INPUT policy {policy}) and hands the rest to chains not evaluated here "
+                     f"({', '.join(jumps[:4])}): unless they accept every port from the other "
+                     "nodes, NCCL's and c10d's ephemeral ports are refused"),
+            fix=("Check that the other nodes' subnet is trusted (ufw allow from <subnet>; "
+                 "firewall-cmd --zone=trusted --add-source=<subnet>; iptables -I INPUT -s "
+                 "<subnet> -j ACCEPT)"),
+            evidence={"netpath.firewall": fw, "subnets": subnets}, severity=Severity.WARNING)]
     where = " or ".join(subnets) or "the cluster subnet"
     return [Finding(
         message=(f"the firewall ({fw.get('tool')}) drops incoming connections by default "

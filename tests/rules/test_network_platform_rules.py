@@ -20,7 +20,8 @@ BY_ID = {r.id: r for r in ALL_RULES}
 EXPECTED = {
     "net-same-subnet-nics": {"node2": "warning"},
     "net-rp-filter-strict": {"node2": "warning", "node-if": "warning"},
-    "net-firewall-blocks-peers": {"node1": "error", "node-nft": "error", "node-ufw": "warning"},
+    "net-firewall-blocks-peers": {"node1": "error", "node-nft": "error", "node-ufw": "warning",
+                                  "node-ufw-chains": "warning"},
     "cluster-container-bridged": {"gpu01": "error", "gpu02": "error"},
     "host-hostname-loopback": {"gpu01": "warning", "gpu02": "error"},
     "gpu-nic-affinity": {"a100-roce-bond": "warning"},
