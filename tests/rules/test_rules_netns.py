@@ -80,6 +80,16 @@ def test_healthy_then_planted_faults_each_on_its_node(fleet, tmp_path):
     assert "arp_ignore=1" in same["fix"] and "NCCL_SOCKET_IFNAME=eth0" in same["fix"]
     assert "rp_filter=2" in rules["node2"]["net-rp-filter-strict"]["fix"]
 
+    # only the system can fix these: recommend's env file names each one, on its node
+    env = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe",
+                          str(tmp_path / "cluster.json"), "-q"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert env.returncode == 0, env.stderr
+    for note in ("# ERROR net-firewall-blocks-peers on node1:",
+                 "# WARNING net-rp-filter-strict on node2:",
+                 "# WARNING net-same-subnet-nics on node2:"):
+        assert note in env.stdout, env.stdout
+
     # the hostname mapped to loopback, as Debian writes it, seen through the rooted reader
     hosts = Path("/etc/netns") / c.node("node2").ns / "hosts"
     original = hosts.read_text()
