@@ -24,11 +24,14 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     bad = [f for f in fabric if f.get("state") and (f.get("state") != "Completed"
                                                     or f.get("status") not in (None, "Success"))]
     fm = fact(facts, "platform.fabric_manager")
-    fm_down = fm in ("inactive", "failed", "activating", "deactivating")
+    known = any(f.get("state") for f in fabric)
+    # the GPUs' own fabric state wins where it is known (GB200 trays run no local fabric
+    # manager); the service only decides when nvidia-smi could not say
+    fm_down = not known and fm in ("inactive", "failed", "activating", "deactivating")
     if not bad and not fm_down:
         return []
     parts = []
-    if fm_down:
+    if fm_down or (bad and fm not in (None, "active")):
         parts.append(f"the nvidia-fabricmanager service is {fm}")
     if bad:
         parts.append(f"{len(bad)} of {len(fabric)} GPUs are not registered with the fabric ("
