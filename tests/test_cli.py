@@ -102,7 +102,8 @@ def test_garbage_recorded_host_never_tracebacks(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc["sections"]) == {"host", "gpu", "nccl", "network", "ib", "limits", "env"}
+    assert set(doc["sections"]) == {"host", "gpu", "nccl", "network", "ib", "limits", "env",
+                                   "netpath", "platform"}
     # garbage is unknown data, said so in errors; no probe trips over it
     status = {n: s["status"] for n, s in doc["sections"].items()}
     assert "error" not in status.values(), {n: s["errors"] for n, s in doc["sections"].items()}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ncclcheck.probes import env, gpu, host, ib, limits, nccl, network
+from ncclcheck.probes import env, gpu, host, ib, limits, nccl, netpath, network, platform
 
 Collector = Callable[[Any, list], dict]
 
@@ -24,4 +24,6 @@ PROBES: dict[str, Collector] = {
     "ib": ib.collect,
     "limits": limits.collect,
     "env": env.collect,
+    "netpath": netpath.collect,
+    "platform": platform.collect,
 }
