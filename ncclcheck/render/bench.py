@@ -130,24 +130,56 @@ def describe_transport(doc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """The nccl-tests-compatible result table with its header and footer, and bench's summary."""
+#: How the ranks were started, by the document's ``launch.mode``.
+ORIGINS = {"local": "ncclcheck started the ranks on this node; no launcher detected",
+           "ssh": "ncclcheck started the ranks over ssh; no launcher detected"}
+
+
+def origin(doc: dict[str, Any]) -> str:
+    """Who started the ranks: the launcher detected, or ncclcheck itself (no launcher), or the
+    source of an imported document.
+
+    >>> origin({"source": "ncclcheck", "launch": {"mode": "torchrun"}})
+    'launched by torchrun'
+    >>> origin({"source": "ncclcheck", "launch": {"mode": "local"}})
+    'ncclcheck started the ranks on this node; no launcher detected'
+    >>> origin({"source": "nccl-tests import"})
+    'nccl-tests import'
+    """
+    mode = (doc.get("launch") or {}).get("mode")
+    if mode:
+        return ORIGINS.get(mode, f"launched by {mode}")
+    return str(doc.get("source") or "-")
+
+
+def run_lines(doc: dict[str, Any], lead: bool = False) -> list[str]:
+    """The run's description: backend, ranks, nodes, who started them; versions, time basis."""
     versions = doc.get("versions") or {}
     nodes = doc.get("nodes") or []
-    lines = [f"# ncclcheck bench: {doc.get('op')} {doc.get('dtype')}, backend {doc.get('backend')}, "
-             f"{doc.get('world_size')} ranks on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
-             f" ({doc.get('source')})",
-             f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
-             f"NCCL {versions.get('nccl') or '-'}; time: {doc.get('time_basis') or '-'}",
-             sweep_line(doc), "#", "# Using devices", *rank_lines(doc), "#", *table_header()]
+    head = f"# ncclcheck bench: {doc.get('op')} {doc.get('dtype')}, " if lead else "# "
+    return [f"{head}backend {doc.get('backend')}, {doc.get('world_size')} ranks on {len(nodes)} "
+            f"node{'s' if len(nodes) != 1 else ''} ({origin(doc)})",
+            f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
+            f"NCCL {versions.get('nccl') or '-'}; time: {doc.get('time_basis') or '-'}"]
+
+
+def footer_lines(doc: dict[str, Any]) -> list[str]:
+    """nccl-tests' footer: out-of-bounds count and the average bus bandwidth."""
     rows = doc.get("rows") or []
-    lines += [format_row(r) for r in rows]
     wrong = wrong_total(rows)
     avg, _ = footer_averages(rows)
     if doc.get("avg_busbw_gbps") is not None:
         avg = doc["avg_busbw_gbps"]
-    lines += [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
-              f"# Avg bus bandwidth    : {avg if avg is not None else 0:g} ", "#"]
+    return [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+            f"# Avg bus bandwidth    : {avg if avg is not None else 0:g} ", "#"]
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The nccl-tests-compatible result table with its header and footer, and bench's summary."""
+    lines = [*run_lines(doc, lead=True), sweep_line(doc), "#", "# Using devices",
+             *rank_lines(doc), "#", *table_header()]
+    lines += [format_row(r) for r in doc.get("rows") or []]
+    lines += footer_lines(doc)
     lines += summary_lines(doc)
     return "\n".join(lines) + "\n"
 
