@@ -212,23 +212,29 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def render_compare(doc: dict[str, Any]) -> str:
-    """The side-by-side busbw table of a ``--compare`` document; ``*`` marks the best.
+    """The side-by-side busbw table of a ``--compare`` document. ``*`` marks a size's winner
+    only when it wins beyond the spread of the repeats (:func:`~ncclcheck.bench.document.
+    clear_winner`); the last lines name the best run, or say why none is named.
 
     >>> run = lambda bw: {"rows": [{"size_bytes": 1024, "out_of_place": {"busbw_gbps": bw}}],
     ...                   "peak_busbw_gbps": bw, "avg_busbw_gbps": bw, "wrong_total": 0}
     >>> print(render_compare({"runs": [{"label": "a.env", "bench": run(1.0)},
     ...                                {"label": "b.env", "bench": run(2.0)}],
     ...                       "best": {"label": "b.env", "peak_busbw_gbps": 2.0}}), end="")
-    # busbw (GB/s, out-of-place) per configuration; * marks the best at each size
+    # busbw (GB/s, out-of-place) per configuration; * marks a winner beyond the spread of repeats
     #       size       a.env        b.env
             1024        1.00         2.00*
     # peak busbw        1.00         2.00*
     # avg busbw         1.00         2.00*
     # best: b.env (peak busbw 2.000 GB/s)
     """
+    from ncclcheck.bench.document import busbw_spread, clear_winner, row_at
+
     runs = doc.get("runs") or []
+    best = doc.get("best")
     width = max([10] + [len(r["label"]) + 1 for r in runs])
-    lines = ["# busbw (GB/s, out-of-place) per configuration; * marks the best at each size",
+    lines = ["# busbw (GB/s, out-of-place) per configuration; * marks a winner beyond the "
+             "spread of repeats",
              "# " + f"{'size':>10}" + "".join(f"  {r['label']:>{width}} " for r in runs).rstrip()]
     sizes: list[int] = []
     for r in runs:
@@ -236,26 +242,36 @@ def render_compare(doc: dict[str, Any]) -> str:
             if row["size_bytes"] not in sizes:
                 sizes.append(row["size_bytes"])
 
-    def cells(values: list[float | None]) -> str:
-        known = [v for v in values if v is not None]
-        top = max(known) if known else None
+    def cells(values: list[float | None], winner: int | None) -> str:
         out = ""
-        for v in values:
-            mark = "*" if v is not None and v == top and len(known) > 1 else " "
-            out += f"  {'-' if v is None else f'{v:.2f}':>{width}}{mark}"
+        for i, v in enumerate(values):
+            out += f"  {'-' if v is None else f'{v:.2f}':>{width}}{'*' if i == winner else ' '}"
         return out.rstrip()
 
+    ignored = doc.get("ignored") or {}
     for size in sizes:
-        values = []
-        for r in runs:
-            match = [row for row in r["bench"].get("rows") or [] if row["size_bytes"] == size]
-            values.append(match[0]["out_of_place"]["busbw_gbps"] if match else None)
-        lines.append(f"  {size:>10}" + cells(values))
-    lines.append(f"# {'peak busbw':<10}" + cells([r["bench"].get("peak_busbw_gbps") for r in runs]))
-    lines.append(f"# {'avg busbw':<10}" + cells([r["bench"].get("avg_busbw_gbps") for r in runs]))
-    best = doc.get("best")
+        found = [row_at(r, size) for r in runs]
+        winner = None if ignored.get("all") else clear_winner([busbw_spread(f) for f in found])
+        lines.append(f"  {size:>10}" + cells([f["out_of_place"]["busbw_gbps"] if f else None
+                                              for f in found], winner))
+    top = next((i for i, r in enumerate(runs) if best and r["label"] == best["label"]), None)
+    lines.append(f"# {'peak busbw':<10}" + cells([r["bench"].get("peak_busbw_gbps")
+                                                  for r in runs], top))
+    lines.append(f"# {'avg busbw':<10}" + cells([r["bench"].get("avg_busbw_gbps")
+                                                 for r in runs], top))
+    if ignored:
+        names = ", ".join(ignored["variables"])
+        lines.append(f"# {ignored['backend']} ignores {names}: only libnccl reads "
+                     f"{'it' if len(ignored['variables']) == 1 else 'them'}, and the "
+                     f"{ignored['backend']} backend does not load it (use GPUs with the nccl "
+                     "backend to compare NCCL settings)")
     if best:
         lines.append(f"# best: {best['label']} (peak busbw {best['peak_busbw_gbps']:.3f} GB/s)")
+    elif len([r for r in runs if r["bench"].get("rows")]) > 1:
+        why = ("the runs differ only in settings the backend ignores" if ignored.get("all")
+               else "the differences are within the spread of repeats (out-of-place vs "
+               "in-place, mean vs slowest rank)")
+        lines.append(f"# no winner: {why}")
     return "\n".join(lines) + "\n"
 
 
