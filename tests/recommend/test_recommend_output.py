@@ -34,3 +34,25 @@ def test_header_says_what_sourcing_does(tmp_path):
                           str(env)], env={"NCCL_DEBUG": "INFO", "PATH": "/usr/bin:/bin"},
                          capture_output=True, text=True, timeout=10)
     assert out.stdout == "WARN\n"            # the file won over the environment, as it says
+
+
+def test_explanation_at_80_columns_keeps_each_assignment_whole():
+    """Before: a table squeezed the why column to 18 characters and split values mid-token."""
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    facts = Path(__file__).parent.parent / "fixtures" / "reports" / "roce-compare" / "cluster.json"
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe", str(facts),
+                          "--format", "json"], capture_output=True, text=True, env=env, timeout=60)
+    values = json.loads(out.stdout)["env"]
+    lines = out.stderr.splitlines()
+    for var, value in values.items():
+        assert f"  {var}={value}" in lines, out.stderr
+    assert "    set by net-socket-ifname  (--explain says why)" in lines
+    explained = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe",
+                                str(facts), "--explain"], capture_output=True, text=True,
+                               env=env, timeout=60)
+    assert "why:" in explained.stderr and "(--explain says why)" not in explained.stderr
