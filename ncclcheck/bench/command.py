@@ -96,6 +96,26 @@ def progress_for(out: Any, as_json: bool) -> Any:
     return RichProgress(out)
 
 
+def launcher_note(environ: dict[str, str]) -> str | None:
+    """What to say when a launcher's variables are set but it gave this process no rank: e.g.
+    ``accelerate launch --cpu`` that started one process (ncclcheck then starts its own ranks).
+
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True"})
+    "accelerate's variables are set (ACCELERATE_USE_CPU) but not RANK and WORLD_SIZE: it started this process alone, and ncclcheck started the ranks"
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True", "RANK": "0", "WORLD_SIZE": "2",
+    ...                "MASTER_ADDR": "127.0.0.1"}) is None
+    True
+    """
+    from ncclcheck.bench.environ import detect_launcher
+
+    names = sorted(k for k in environ if k.startswith("ACCELERATE_"))
+    if not names or detect_launcher(environ):
+        return None
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return (f"accelerate's variables are set ({shown}) but not RANK and WORLD_SIZE: it started "
+            "this process alone, and ncclcheck started the ranks")
+
+
 def streaming_table(opts: Any, inner: Any, out: Any) -> Any:
     """A :class:`~ncclcheck.render.bench_stream.StreamTable` for this run, writing to stdout
     (flushed at each row; through rich's console, above the bar, on a terminal)."""
@@ -155,9 +175,14 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
     if not req.as_json and req.output != "-":  # the table: each row as its size finishes
         stream = streaming_table(opts, progress, out)
         progress = stream
+    note = launcher_note(dict(os.environ))
+    if note:
+        err.print(f"bench: {note}", highlight=False, soft_wrap=True)
     doc = launch.run(opts, progress)
     if doc is None:  # a non-zero rank inside a launcher: rank 0 reports
         return
+    if note and isinstance(doc.get("launch"), dict):
+        doc["launch"]["note"] = note
     text = stream.rest(doc) if stream is not None and stream.started else render_table(doc)
     write_outputs(doc, req, text, err)
     if doc.get("wrong_total"):

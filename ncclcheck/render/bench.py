@@ -146,9 +146,11 @@ def origin(doc: dict[str, Any]) -> str:
     >>> origin({"source": "nccl-tests import"})
     'nccl-tests import'
     """
-    mode = (doc.get("launch") or {}).get("mode")
+    launch = doc.get("launch") or {}
+    mode = launch.get("mode")
     if mode:
-        return ORIGINS.get(mode, f"launched by {mode}")
+        text = ORIGINS.get(mode, f"launched by {mode}")
+        return text + (f"; {launch['note']}" if launch.get("note") else "")
     return str(doc.get("source") or "-")
 
 

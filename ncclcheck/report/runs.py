@@ -66,7 +66,8 @@ def launcher_text(bench: dict[str, Any]) -> str:
     launch = bench.get("launch") if isinstance(bench.get("launch"), dict) else {}
     mode = launch.get("mode")
     if mode in ("local", "ssh"):
-        return "none (ncclcheck started the ranks)"
+        note = f"; {launch['note']}" if isinstance(launch.get("note"), str) else ""
+        return f"none (ncclcheck started the ranks{note})"
     if mode:
         return str(mode)
     return f"not recorded ({text(bench.get('source'))})"

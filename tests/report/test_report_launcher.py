@@ -33,13 +33,20 @@ def test_a_one_process_launcher_shows_as_none_in_bench_and_report(tmp_path):
                           "-e", "1K", "-n", "2", "-w", "1", "--timeout", "30", "-o",
                           str(doc_path)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert "(ncclcheck started the ranks on this node; no launcher detected)" in out.stdout
-    assert json.loads(doc_path.read_text())["launch"]["mode"] == "local"
+    note = ("accelerate's variables are set (ACCELERATE_MIXED_PRECISION, ACCELERATE_USE_CPU) "
+            "but not RANK and WORLD_SIZE: it started this process alone, and ncclcheck started "
+            "the ranks")
+    assert f"bench: {note}" in out.stderr
+    assert f"(ncclcheck started the ranks on this node; no launcher detected; {note})" \
+        in out.stdout
+    assert json.loads(doc_path.read_text())["launch"] == {
+        "mode": "local", "master_addr": "127.0.0.1",
+        "master_port": json.loads(doc_path.read_text())["launch"]["master_port"], "note": note}
     page = subprocess.run([sys.executable, "-m", "ncclcheck", "report", str(doc_path),
                            "--format", "md"], capture_output=True, text=True, timeout=60)
     assert page.returncode == 0, page.stderr
     assert "| Launcher |" in page.stdout
-    assert "| none (ncclcheck started the ranks) |" in page.stdout
+    assert f"| none (ncclcheck started the ranks; {note}) |" in page.stdout
     html = subprocess.run([sys.executable, "-m", "ncclcheck", "report", str(doc_path)],
                           capture_output=True, text=True, timeout=60)
-    assert "Launcher: none (ncclcheck started the ranks)." in html.stdout
+    assert "Launcher: none (ncclcheck started the ranks; accelerate&#39;s variables" in html.stdout
