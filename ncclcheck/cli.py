@@ -181,7 +181,8 @@ def record(obj: Ctx, folder: str, root: str, scrub: bool) -> None:
               help="Hostfile (DeepSpeed/MPI 'host slots=N', pssh 'user@host:port', or a list).")
 @click.option("--nodes", type=int, metavar="N", help="Use the first N hosts of the hostfile.")
 @click.option("--port-range", default="29500-29599", show_default=True, metavar="LO-HI",
-              help="On the master, MASTER_PORT is the first port here that is free.")
+              help="Every node prints LO; if LO is busy on the master, it fails and names a "
+                   "free port of the range for --master-port.")
 @click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT",
               help="Use this MASTER_PORT (checked free on the master).")
 @click.option("--export", "export", is_flag=True, help="Prefix each line with 'export '.")
@@ -196,7 +197,8 @@ def rank(obj: Ctx, hostfile: str, nodes: int | None, port_range: str, master_por
     torchrun --nnodes=$NNODES --node-rank=$NODE_RANK --nproc-per-node=8 \\
              --master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py
 
-    MASTER_PORT is checked free on this node only, so it is meaningful on the master (rank 0).
+    Every node prints the same MASTER_PORT, or the master fails (exit 1) and names the
+    --master-port to give every node.
     """
     import json
 

@@ -96,6 +96,43 @@ def progress_for(out: Any, as_json: bool) -> Any:
     return RichProgress(out)
 
 
+def launcher_note(environ: dict[str, str]) -> str | None:
+    """What to say when a launcher's variables are set but it gave this process no rank: e.g.
+    ``accelerate launch --cpu`` that started one process (ncclcheck then starts its own ranks).
+
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True"})
+    "accelerate's variables are set (ACCELERATE_USE_CPU) but not RANK and WORLD_SIZE: it started this process alone, and ncclcheck started the ranks"
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True", "RANK": "0", "WORLD_SIZE": "2",
+    ...                "MASTER_ADDR": "127.0.0.1"}) is None
+    True
+    """
+    from ncclcheck.bench.environ import detect_launcher
+
+    names = sorted(k for k in environ if k.startswith("ACCELERATE_"))
+    if not names or detect_launcher(environ):
+        return None
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return (f"accelerate's variables are set ({shown}) but not RANK and WORLD_SIZE: it started "
+            "this process alone, and ncclcheck started the ranks")
+
+
+def streaming_table(opts: Any, inner: Any, out: Any) -> Any:
+    """A :class:`~ncclcheck.render.bench_stream.StreamTable` for this run, writing to stdout
+    (flushed at each row; through rich's console, above the bar, on a terminal)."""
+    from ncclcheck.render.bench_stream import StreamTable
+
+    head = {"op": opts.op, "dtype": opts.dtype, "warmup": opts.warmup, "iters": opts.iters,
+            "check": int(bool(opts.check)), "sweep": opts.sweep}
+    if type(inner).__name__ == "RichProgress":
+        def write(text: str) -> None:
+            out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+    else:
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return StreamTable(head, write, inner)
+
+
 def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any) -> None:
     """``-o`` (atomic JSON), then ``--json`` or the table on stdout."""
     from ncclcheck.schema import dumps, write_atomic
@@ -132,10 +169,22 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
         return
     from ncclcheck.bench import launch
 
-    doc = launch.run(bench_options(req), progress_for(out, req.as_json))
+    opts = bench_options(req)
+    progress = progress_for(out, req.as_json)
+    stream = None
+    if not req.as_json and req.output != "-":  # the table: each row as its size finishes
+        stream = streaming_table(opts, progress, out)
+        progress = stream
+    note = launcher_note(dict(os.environ))
+    if note:
+        err.print(f"bench: {note}", highlight=False, soft_wrap=True)
+    doc = launch.run(opts, progress)
     if doc is None:  # a non-zero rank inside a launcher: rank 0 reports
         return
-    write_outputs(doc, req, render_table(doc), err)
+    if note and isinstance(doc.get("launch"), dict):
+        doc["launch"]["note"] = note
+    text = stream.rest(doc) if stream is not None and stream.started else render_table(doc)
+    write_outputs(doc, req, text, err)
     if doc.get("wrong_total"):
         raise NcclcheckError(f"{doc['wrong_total']} wrong elements (#wrong): the collective "
                              "returned incorrect data")

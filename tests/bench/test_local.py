@@ -173,3 +173,16 @@ def test_progress_bar_on_a_terminal_only():
     piped = bench(*args[4:])
     assert piped.returncode == 0
     assert "\x1b[" not in piped.stdout + piped.stderr and "3/3" not in piped.stdout
+
+
+def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
+    ring, tree = tmp_path / "ring.env", tmp_path / "tree.env"
+    ring.write_text("NCCL_ALGO=Ring\n")
+    tree.write_text("NCCL_ALGO=Tree\n")
+    out = bench("--procs", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "5", "-w", "1",
+                "--timeout", "30", "--compare", str(ring), str(tree))
+    assert out.returncode == 0, out.stderr
+    assert "# gloo ignores NCCL_ALGO" in out.stdout
+    assert "# no winner: the runs differ only in settings the backend ignores" in out.stdout
+    body = out.stdout.splitlines()[1:]
+    assert not any(ln.startswith("# best:") or "*" in ln for ln in body), out.stdout
