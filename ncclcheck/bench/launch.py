@@ -138,6 +138,8 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     os.makedirs(log_dir, exist_ok=True)
     os.environ.update(opts.candidate_env)
     os.environ.update(nccl_debug_env(dict(os.environ), log_dir))
+    # c10d's C++ warnings (a peer whose name does not reverse-resolve, ...) are noise here
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     from ncclcheck.bench import worker
 
     backend = opts.backend
