@@ -339,14 +339,50 @@ def cluster_document(nodes: list[dict[str, Any]], failed: list[dict[str, str]], 
                            nodes=nodes, failed=failed, differences=diffs)
 
 
+def choose_launcher(launcher: str | None, hostfile: str | None, from_paths: list[str],
+                    root: str = "/", replay: str | None = None,
+                    environ: dict[str, str] | None = None) -> str | None:
+    """``probe``'s launcher: as asked, else ``slurm`` inside salloc/sbatch when no hostfile,
+    files, ``--root`` or ``--replay`` say otherwise (see :mod:`ncclcheck.slurm`), else None.
+
+    >>> choose_launcher(None, None, [], environ={"SLURM_JOB_ID": "3"})
+    'slurm'
+    >>> choose_launcher(None, "hosts", [], environ={"SLURM_JOB_ID": "3"}) is None
+    True
+    """
+    import os
+
+    from ncclcheck.slurm import in_allocation
+
+    if launcher == "slurm" and (hostfile or from_paths or replay or root != "/"):
+        raise BadInput("--launcher slurm probes the allocation's nodes; drop --hostfile, --from, "
+                       "--root and --replay")
+    if launcher:
+        return launcher
+    local_only = hostfile or from_paths or replay or root != "/"
+    return "slurm" if not local_only and in_allocation(dict(environ or os.environ)) else None
+
+
 def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | None,
                     remote_python: str | None, timeout: float, connect_timeout: float,
-                    concurrency: int, from_paths: list[str], only: str | None) -> dict[str, Any]:
-    """``probe --hostfile`` / ``probe --from``: the cluster document (one of the two sources)."""
+                    concurrency: int, from_paths: list[str], only: str | None,
+                    launcher: str | None = None) -> dict[str, Any]:
+    """``probe --hostfile`` / ``--from`` / ``--launcher slurm``: the cluster document."""
     if hostfile and from_paths:
         raise BadInput("use --hostfile or --from, not both")
     if from_paths:
         return load_sources(from_paths)
+    if launcher == "slurm":
+        import os
+
+        from ncclcheck.probe import select
+        from ncclcheck.slurm import probe_via_srun
+
+        if only:
+            select(only.split(","))
+        return probe_via_srun(dict(os.environ), timeout, only, remote_python)
+    if not hostfile:
+        raise BadInput("--launcher ssh needs --hostfile")
     from ncclcheck.hostfile import load_hostfile
     from ncclcheck.probe import select
     from ncclcheck.remote import SSH

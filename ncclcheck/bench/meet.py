@@ -35,7 +35,8 @@ FIX = ("pass --master-addr (or MASTER_ADDR) with an address of the first node th
 
 
 class RendezvousError(Exception):
-    """A rank cannot rendezvous; the one-line message names address, rank, node and fix."""
+    """A rank cannot rendezvous: a one-line message naming the address and the fix (the caller
+    prefixes ``rank R on NODE``, as every rank failure is named)."""
 
 
 def parse_node_addr(text: str) -> str | None:
@@ -86,11 +87,11 @@ def getaddr(name: str, timeout: float) -> str:
     raise OSError(f"no answer from the resolver within {timeout:g} s")
 
 
-def resolve(addr: str, where: str, environ: dict[str, str],
+def resolve(addr: str, environ: dict[str, str],
             timeout: float = DEADLINE_S / 3) -> tuple[str, str]:
     """The IPv4 address of ``addr`` and how it was found (``literal``, ``resolver``, ``slurm``).
 
-    >>> resolve("198.18.0.11", "rank 1 on node2", {})
+    >>> resolve("198.18.0.11", {})
     ('198.18.0.11', 'literal')
     """
     try:
@@ -113,7 +114,7 @@ def resolve(addr: str, where: str, environ: dict[str, str],
                     why += f"; Slurm's NodeAddr {node_addr} does not resolve either ({exc})"
         else:
             why += "; Slurm knows no NodeAddr for it"
-    raise RendezvousError(f"{where}: the rendezvous address {addr} does not resolve ({why}); "
+    raise RendezvousError(f"the rendezvous address {addr} does not resolve ({why}); "
                           f"fix: {FIX}")
 
 
@@ -129,13 +130,13 @@ def is_local(ip: str) -> bool:
             return False
 
 
-def wait_reachable(ip: str, port: int, label: str, where: str, deadline: float) -> None:
+def wait_reachable(ip: str, port: int, label: str, deadline: float) -> None:
     """Connect to ``ip:port`` until it answers, or raise once ``deadline`` (monotonic) passes."""
     last = "no attempt"
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise RendezvousError(f"{where}: cannot reach the rendezvous at {label}:{port} within "
+            raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
                                   f"{DEADLINE_S:g} s ({last}); rank 0 did not start its store "
                                   f"there or the network blocks the port; fix: {FIX}, and open "
                                   f"TCP port {port} between the nodes")
@@ -166,20 +167,19 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
     host = host or socket.gethostname()
     rank, world = int(ident["rank"]), int(ident["world_size"])
     addr, port = str(ident["master_addr"]), int(ident["master_port"])
-    where = f"rank {rank} on {host}"
     deadline = time.monotonic() + deadline_s
-    ip, _how = resolve(addr, where, environ)
+    ip, _how = resolve(addr, environ)
     ident["master_addr"] = ip
     label = describe(addr, ip)
     short = datetime.timedelta(seconds=deadline_s)
     if rank == 0:
         if not is_local(ip):
-            raise RendezvousError(f"{where}: rank 0 hosts the rendezvous store but {label} is "
+            raise RendezvousError(f"rank 0 hosts the rendezvous store but {label} is "
                                   f"not an address of this node; fix: {FIX}")
         try:
             store = dist.TCPStore(ip, port, world, True, short, wait_for_workers=False)
         except Exception as exc:  # noqa: BLE001 - port taken, or similar: one line
-            raise RendezvousError(f"{where}: cannot listen on {label}:{port} for the rendezvous "
+            raise RendezvousError(f"cannot listen on {label}:{port} for the rendezvous "
                                   f"({str(exc).splitlines()[0] if str(exc) else exc}); fix: pass a "
                                   "free --master-port") from None
         keys = [f"ncclcheck/joined/{r}" for r in range(1, world)]
@@ -187,17 +187,17 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
             if time.monotonic() > deadline:
                 missing = [k.rsplit("/", 1)[1] for k in keys if not store.check([k])]
                 raise RendezvousError(
-                    f"{where}: rank{'s' if len(missing) > 1 else ''} {', '.join(missing)} did "
+                    f"rank{'s' if len(missing) > 1 else ''} {', '.join(missing)} did "
                     f"not reach the rendezvous at {label}:{port} within {deadline_s:g} s (their "
                     f"own errors say why); fix: {FIX}")
             time.sleep(0.05)
     else:
-        wait_reachable(ip, port, label, where, deadline)
+        wait_reachable(ip, port, label, deadline)
         try:
             store = dist.TCPStore(ip, port, world, False, short)
             store.set(f"ncclcheck/joined/{rank}", host)
         except Exception as exc:  # noqa: BLE001
-            raise RendezvousError(f"{where}: joined {label}:{port} but the store did not "
+            raise RendezvousError(f"joined {label}:{port} but the store did not "
                                   f"answer ({str(exc).splitlines()[0] if str(exc) else exc}); "
                                   f"fix: {FIX}") from None
     store.set_timeout(datetime.timedelta(seconds=float(timeout_s)))
