@@ -131,8 +131,17 @@ def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, s
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BadInput(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
-    docs = split_documents(text, str(path))
-    if not docs:
+    from ncclcheck.pdsh import split_pdsh
+
+    per_host = split_pdsh(text)  # pdsh -w ... probe --json: "host: line" lines
+    docs = [] if per_host else split_documents(text, str(path))
+    for host, body in (per_host or {}).items():
+        try:
+            docs.extend(split_documents(body, f"{path} ({host})"))
+        except BadInput as exc:
+            last = body.splitlines()[-1][:200]
+            failed.append({"host": host, "reason": f"{host}: {exc} ({last})"})
+    if not docs and not failed:
         raise BadInput(f"{path}: empty file")
     for doc in docs:
         doc = schema.check(doc, str(path), (FACTS, CLUSTER))
@@ -339,35 +348,11 @@ def cluster_document(nodes: list[dict[str, Any]], failed: list[dict[str, str]], 
                            nodes=nodes, failed=failed, differences=diffs)
 
 
-def choose_launcher(launcher: str | None, hostfile: str | None, from_paths: list[str],
-                    root: str = "/", replay: str | None = None,
-                    environ: dict[str, str] | None = None) -> str | None:
-    """``probe``'s launcher: as asked, else ``slurm`` inside salloc/sbatch when no hostfile,
-    files, ``--root`` or ``--replay`` say otherwise (see :mod:`ncclcheck.slurm`), else None.
-
-    >>> choose_launcher(None, None, [], environ={"SLURM_JOB_ID": "3"})
-    'slurm'
-    >>> choose_launcher(None, "hosts", [], environ={"SLURM_JOB_ID": "3"}) is None
-    True
-    """
-    import os
-
-    from ncclcheck.slurm import in_allocation
-
-    if launcher == "slurm" and (hostfile or from_paths or replay or root != "/"):
-        raise BadInput("--launcher slurm probes the allocation's nodes; drop --hostfile, --from, "
-                       "--root and --replay")
-    if launcher:
-        return launcher
-    local_only = hostfile or from_paths or replay or root != "/"
-    return "slurm" if not local_only and in_allocation(dict(environ or os.environ)) else None
-
-
 def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | None,
                     remote_python: str | None, timeout: float, connect_timeout: float,
                     concurrency: int, from_paths: list[str], only: str | None,
                     launcher: str | None = None) -> dict[str, Any]:
-    """``probe --hostfile`` / ``--from`` / ``--launcher slurm``: the cluster document."""
+    """``probe --hostfile``/``--from``/``--launcher slurm``: the cluster document."""
     if hostfile and from_paths:
         raise BadInput("use --hostfile or --from, not both")
     if from_paths:

@@ -39,7 +39,8 @@ STOP_WAIT_S = 10.0
 def in_allocation(environ: dict[str, str]) -> bool:
     """Inside salloc/sbatch but not inside a job step (where this process is one task).
 
-    >>> in_allocation({"SLURM_JOB_ID": "7"}), in_allocation({"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"})
+    >>> job, step = {"SLURM_JOB_ID": "7"}, {"SLURM_JOB_ID": "7", "SLURM_STEP_ID": "0"}
+    >>> in_allocation(job), in_allocation(step)
     (True, False)
     """
     return bool(environ.get("SLURM_JOB_ID")) and not environ.get("SLURM_STEP_ID")
@@ -52,6 +53,26 @@ def default_launcher(environ: dict[str, str], hostfile: str | None) -> str:
     ('slurm', 'ssh')
     """
     return "slurm" if in_allocation(environ) and not hostfile else "ssh"
+
+
+def choose_launcher(launcher: str | None, hostfile: str | None, from_paths: list[str],
+                    root: str = "/", replay: str | None = None,
+                    environ: dict[str, str] | None = None) -> str | None:
+    """``probe``'s launcher: as asked, else ``slurm`` inside salloc/sbatch when no hostfile,
+    files, ``--root`` or ``--replay`` say otherwise (see :mod:`ncclcheck.slurm`), else None.
+
+    >>> choose_launcher(None, None, [], environ={"SLURM_JOB_ID": "3"})
+    'slurm'
+    >>> choose_launcher(None, "hosts", [], environ={"SLURM_JOB_ID": "3"}) is None
+    True
+    """
+    if launcher == "slurm" and (hostfile or from_paths or replay or root != "/"):
+        raise BadInput("--launcher slurm probes the allocation's nodes; drop --hostfile, --from, "
+                       "--root and --replay")
+    if launcher:
+        return launcher
+    local_only = hostfile or from_paths or replay or root != "/"
+    return "slurm" if not local_only and in_allocation(dict(environ or os.environ)) else None
 
 
 def expand_nodelist(text: str) -> list[str]:

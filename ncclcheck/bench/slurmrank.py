@@ -33,7 +33,7 @@ def main() -> int:
         print(f"ncclcheck: error: {exc}", file=sys.stderr, flush=True)
         return int(exc.code)
     if doc is not None:
-        sys.stdout.write(json.dumps(doc, indent=1) + "\n")  # short lines: srun --label splits long ones
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")  # srun --label splits long lines
         sys.stdout.flush()
     return 0
 
