@@ -202,7 +202,8 @@ def bench_via_srun(opts: Any, environ: dict[str, str], timeout: float) -> dict[s
         nodes = nodes[:opts.nodes]
     env = dict(environ)
     env["NCCLCHECK_BENCH_OPTIONS"] = json.dumps(dataclasses.asdict(opts))
-    argv = srun_argv(len(nodes), [sys.executable, "-m", "ncclcheck.bench.slurmrank"], True,
+    python = opts.remote_python or sys.executable
+    argv = srun_argv(len(nodes), [python, "-m", "ncclcheck.bench.slurmrank"], True,
                      "ncclcheck-bench", timeout)
     code, out, err = run_srun(argv, timeout, env=env)
     text = "\n".join(split_labelled(out).get(0, []))
@@ -210,8 +211,13 @@ def bench_via_srun(opts: Any, environ: dict[str, str], timeout: float) -> dict[s
             if isinstance(d, dict)]
     if code == 0 and docs:
         return docs[-1]
-    lines = [ln for ln in err.splitlines() if "ncclcheck: error:" in ln] or \
-        [ln for ln in err.splitlines() if ln.strip()] or ["no output"]
-    first = lines[0].split("ncclcheck: error:", 1)[-1].strip()
-    raise NcclcheckError(f"srun on {','.join(nodes)}: {first[:600]}"
-                         + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""))
+    per_task = split_labelled(err)
+    lines = [ln.split("ncclcheck: error:", 1)[1].strip() for t in sorted(per_task)
+             for ln in per_task[t] if "ncclcheck: error:" in ln]
+    lines += [f"{nodes[t] if t < len(nodes) else t}: {per_task[t][-1].strip()}"
+              for t in sorted(per_task) if per_task[t] and not lines]
+    lines = lines or [ln for ln in err.splitlines() if ln.strip()][-1:] or ["no output"]
+    lines.sort(key=lambda ln: bool(re.search(r"CANCELLED|Killed|Terminated", ln)))  # consequences
+    raise NcclcheckError(f"srun on {','.join(nodes)}: {lines[0][:600]}"
+                         + (f" (also: {'; '.join(x[:200] for x in lines[1:3])})"
+                            if len(lines) > 1 else ""))

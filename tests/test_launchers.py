@@ -138,6 +138,20 @@ def test_salloc_bench_runs_one_rank_per_node_through_srun_by_default(slurm_clust
     assert no_leftovers(c) == []
 
 
+def test_bench_through_slurm_names_the_node_without_ncclcheck(slurm_cluster, tmp_path):
+    c, env = slurm_cluster
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\n[ "$(hostname)" = node2 ] && exec /usr/bin/python3 -I "$@"\n'
+                      f'exec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    out, took = run(["salloc", "-N2", BIN, "bench", *SMALL, "--remote-python", str(python)],
+                    env, timeout=60)
+    assert out.returncode == 1 and took < 30, took
+    assert re.search(r"srun on node1,node2: node2: .*No module named 'ncclcheck'", out.stderr), \
+        out.stderr[-2000:]
+    assert no_leftovers(c) == []
+
+
 def test_killing_one_task_fails_the_step_and_leaves_nothing(slurm_cluster):
     c, env = slurm_cluster
     proc = subprocess.Popen(["srun", "-N2", BIN, "bench", "-e", "64M", "-n", "50",
