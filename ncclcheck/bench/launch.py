@@ -141,9 +141,18 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     """Act as the rank torchrun/srun/mpirun/DeepSpeed started; rank 0 returns the document."""
     if not torch_available():
         raise NcclcheckError(INSTALL_HINT)
-    ident = rank_env(dict(os.environ))
+    environ = dict(os.environ)
+    ident = rank_env(environ)
+    if (launcher == "mpi" and not (opts.master_addr or environ.get("MASTER_ADDR"))
+            and environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+            != environ.get("OMPI_COMM_WORLD_SIZE")):
+        from ncclcheck.bench.mpiaddr import rank0_address
+
+        found = rank0_address()  # rank 0 tells over MPI where it is (Open MPI, bounded)
+        if found:
+            environ["MASTER_ADDR"] = found[1]
     ident["master_addr"], ident["master_port"] = rendezvous(
-        dict(os.environ), launcher, opts.master_addr, opts.master_port)
+        environ, launcher, opts.master_addr, opts.master_port)
     made_log_dir = not opts.nccl_log_dir
     log_dir = opts.nccl_log_dir or tempfile.mkdtemp(prefix="ncclcheck-bench-")
     os.makedirs(log_dir, exist_ok=True)
