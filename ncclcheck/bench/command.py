@@ -50,6 +50,7 @@ class BenchRequest:
     link_rate: float | None = None
     as_json: bool = False
     output: str | None = None
+    launcher: str | None = None
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:
@@ -79,7 +80,7 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         timeout=req.timeout, candidate_env=env, nodes=req.nodes, hostfile=req.hostfile,
         ssh_config=req.ssh_config, remote_python=req.remote_python,
         connect_timeout=req.connect_timeout, master_addr=req.master_addr,
-        master_port=req.master_port,
+        master_port=req.master_port, launcher=req.launcher,
         nccl_log_dir=req.nccl_log_dir, link_rate_gbps=req.link_rate,
         average=sweep.get_average(req.average),
         sweep={"min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": req.step_factor})

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from ncclcheck.bench import transport
+from ncclcheck.bench import meet, transport
 from ncclcheck.bench.document import TIME_BASIS, bench_document, make_row, placement_result
 from ncclcheck.bench.environ import rank_env
 from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
@@ -327,14 +327,19 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-        choose_gloo_interface(ident["master_addr"] or "127.0.0.1")
     if op.name == "sendrecv" and world < 2:
         raise RankFailure("sendrecv needs at least 2 ranks")
+    ident = {**ident, "master_addr": ident["master_addr"] or "127.0.0.1"}
+    try:  # resolves the address (Slurm's NodeAddr too); fails in 15 s naming rank and node
+        store = meet.join(dist, ident, float(spec["timeout_s"]), dict(os.environ))
+    except meet.RendezvousError as exc:
+        raise RankFailure(str(exc)) from None
+    if not cuda:
+        choose_gloo_interface(ident["master_addr"])
     os.environ["MASTER_ADDR"] = str(ident["master_addr"])
     os.environ["MASTER_PORT"] = str(ident["master_port"])
     timeout = datetime.timedelta(seconds=float(spec["timeout_s"]))
-    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
-                            timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
     try:
         return _sweep(spec, op, dtype_info, dtype, rank, world, local_rank, cuda, device, emit)
     finally:
