@@ -23,7 +23,7 @@ from ncclcheck.errors import BadInput
 from ncclcheck.logparse.reader import (
     InputStats,
     check_readable,
-    iter_lines,
+    iter_matching,
     open_source,
 )
 from ncclcheck.logparse.state import LogState, Proc
@@ -38,6 +38,9 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 #: NCCL's WARN text repeated by PyTorch after "Last error:" is caught by taking the next line.
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
              b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
+#: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
+KEYS = (b"NCCL",) + TEXT_KEYS
+NEXT_KEYS = (b"Last error",)
 
 
 class Wanted:
@@ -94,7 +97,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
         with open_source(path, stdin) as src:
             feed = state.feed_bytes
             name = src.stats.name
-            for lineno, raw in iter_lines(src.stream, src.stats, Wanted(), always=b"NCCL"):
+            for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
                 feed(raw, name, lineno)
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
