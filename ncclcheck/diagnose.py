@@ -1,7 +1,8 @@
 """``ncclcheck diagnose``: explain NCCL logs, from any launcher, streaming and with bounded memory.
 
-Flow: open each input (file, gzip file or ``-``) → stream its lines → keep the cheap-to-spot
-candidates (:class:`Wanted`) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
+Flow: open each input (file, gzip file or ``-``) → keep only the lines holding one of
+:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.reader.iter_matching`;
+:class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
 (:mod:`ncclcheck.signatures.derived`) → build the ``ncclcheck/diagnosis`` document.
 

@@ -143,12 +143,20 @@ def open_source(path: str, stdin: Optional[BinaryIO] = None) -> Source:
             raw = open(path, "rb")  # noqa: SIM115 - closed by Source.close
         except OSError as exc:
             raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    peek = getattr(raw, "peek", None)
     try:
-        head = raw.read(2) or b""
+        if peek is not None and isinstance(raw, io.BufferedReader):
+            head = peek(2)[:2]                    # sniffed without consuming: no copy layer
+        else:
+            head = raw.read(2) or b""
     except OSError as exc:
         raise BadInput(f"{stats.name}: cannot read ({exc.strerror or exc})") from None
-    buffered = io.BufferedReader(_Rewound(head, raw, owns=path != "-"), CHUNK_BYTES)  # type: ignore[arg-type]
-    closers: list = [buffered]
+    if peek is not None and isinstance(raw, io.BufferedReader):
+        buffered = raw
+        closers: list = [raw] if path != "-" else []
+    else:
+        buffered = io.BufferedReader(_Rewound(head, raw, owns=path != "-"), CHUNK_BYTES)  # type: ignore[arg-type]
+        closers = [buffered]
     stream: BinaryIO = buffered  # type: ignore[assignment]
     if head == GZIP_MAGIC:
         stats.gzip = True
@@ -217,14 +225,56 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     stats.lines = lineno
 
 
+def _libc_memmem() -> Optional[Callable[[int, int, bytes, int], Optional[int]]]:
+    """The C library's ``memmem`` through ctypes (glibc's is 3-5x faster than ``bytes.find`` on a
+    needle that is absent, which is what the prefilter mostly looks for), or None where there is
+    none (the reader then uses ``bytes.find``)."""
+    try:
+        import ctypes
+
+        fn = ctypes.CDLL(None).memmem
+    except (OSError, AttributeError, ImportError):
+        return None
+    fn.restype = ctypes.c_void_p
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.c_size_t]
+    return fn  # type: ignore[no-any-return]
+
+
+_MEMMEM = _libc_memmem()
+
+
+def _finder(buf: bytes) -> Callable[[bytes, int, int], int]:
+    """``find(key, start, end)`` over ``buf``, as ``buf.find`` (memmem where there is one).
+
+    >>> f = _finder(b"abc NCCL x\\n"); f(b"NCCL", 0, 11), f(b"NCCL", 5, 11), f(b"zz", 0, 11)
+    (4, -1, -1)
+    """
+    if _MEMMEM is None:
+        return buf.find
+    import ctypes
+
+    holder = ctypes.c_char_p(buf)              # points into buf itself (no copy), keeps it alive
+    base = ctypes.cast(holder, ctypes.c_void_p).value or 0
+    memmem = _MEMMEM
+
+    def find(key: bytes, start: int, end: int) -> int:
+        if end - start < len(key):
+            return -1
+        hit = memmem(base + start, end - start, key, len(key))
+        return -1 if hit is None else hit - base
+    find.holder = holder  # type: ignore[attr-defined]
+    return find
+
+
 def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
            next_keys: tuple[bytes, ...]) -> dict[int, int]:
     """Start → end offsets of the lines in ``buf[:end]`` that hold a key, found with one
-    ``bytes.find`` pass per key (C speed) instead of a Python step per line. A line holding a
+    ``memmem`` pass per key (C speed) instead of a Python step per line. A line holding a
     ``next_keys`` key also selects the line after it (end offset ``-1`` marks "start only")."""
     spans: dict[int, int] = {}
+    find = _finder(buf)
     for key in keys:
-        i = buf.find(key, 0, end)
+        i = find(key, 0, end)
         follow = key in next_keys
         while i >= 0:
             s = buf.rfind(b"\n", 0, i) + 1
@@ -234,7 +284,7 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
             spans[s] = e
             if follow and e + 1 <= end and (e + 1) not in spans:
                 spans[e + 1] = -1
-            i = buf.find(key, e + 1, end)
+            i = find(key, e + 1, end)
     return spans
 
 
