@@ -27,6 +27,7 @@ from ncclcheck.logparse.reader import (
     iter_matching,
     open_source,
 )
+from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.signatures.derived import plural, run_checks
@@ -40,7 +41,7 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
              b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
 #: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
-KEYS = (b"NCCL",) + TEXT_KEYS
+KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS
 NEXT_KEYS = (b"Last error",)
 
 
@@ -188,9 +189,18 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
     started = sum(1 for p in procs if p.comms)
     complete = sum(1 for p in procs if p.init_complete)
     hosts = host_facts(procs)
-    healthy = nccl_lines > 0 and not counts["error"] and not counts["warning"]
+    # "healthy" needs the log to show it: every process that joined a communicator completed
+    # init (issue 19). A clean log that stops before Init COMPLETE shows no failure, and no health.
+    joined = [p for p in procs if p.comms] or procs
+    clean = nccl_lines > 0 and not counts["error"] and not counts["warning"]
+    healthy = clean and complete > 0 and all(p.init_complete for p in joined)
     if nccl_lines == 0 and not findings:
         verdict = "no NCCL output found (run the job with NCCL_DEBUG=INFO)"
+    elif clean and not healthy:
+        verdict = (f"no failure seen, but {complete}/{len(joined)} "
+                   f"{'process' if len(joined) == 1 else 'processes'} reached Init COMPLETE"
+                   + (f" ({plural(len(hosts), 'host')}, network {', '.join(networks)})"
+                      if networks else ""))
     elif healthy:
         verdict = (f"healthy: {plural(len(procs), 'process')} on {plural(len(hosts), 'host')}"
                    + (f", {complete} reached Init COMPLETE" if complete else "")

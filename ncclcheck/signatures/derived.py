@@ -26,7 +26,12 @@ from typing import Any, Iterable, Optional
 from ncclcheck.logparse.state import FindingAcc, LogState, Proc
 from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
 from ncclcheck.signatures import BY_ID, Detail
-from ncclcheck.signatures.interface import LOCAL_ADDRESS, VIRTUAL_IFACE
+from ncclcheck.signatures.interface import (
+    LOCAL_ADDRESS,
+    VIRTUAL_IFACE,
+    socket_ifname_fix,
+    why_wrong,
+)
 
 
 def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
@@ -139,12 +144,33 @@ def _bad(name: str, addr: str) -> bool:
     return bool(VIRTUAL_IFACE.match(name) or LOCAL_ADDRESS.match(addr))
 
 
+def _before(state: LogState, version: tuple[int, int]) -> bool:
+    """Whether the log shows an NCCL older than ``version`` (``2.3.5+cuda9.0`` -> (2, 3))."""
+    seen = {p.nccl_version for p in state.procs.values() if p.nccl_version} | set(state.bare_versions)
+    for v in seen:
+        parts = v.split("+")[0].split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() \
+                and (int(parts[0]), int(parts[1])) < version:
+            return True
+    return False
+
+
+def _good_names(procs: Iterable[Proc]) -> list[str]:
+    """Interfaces NCCL printed that can reach other nodes, most used first."""
+    count: dict[str, int] = defaultdict(int)
+    for p in procs:
+        for n, a in [*p.bootstrap, *([p.oob] if p.oob else []), *p.socket_ifs]:
+            if not _bad(n, a) and n and n != "?":
+                count[n] += 1
+    return sorted(count, key=lambda n: (-count[n], n))
+
+
 def check_interfaces(state: LogState) -> None:
     """``net-socket-ifname``: bootstrap, OOB or Socket traffic on a virtual/loopback interface."""
     if not multi_node(state):
         return
-    first_bad: list[tuple[Proc, str]] = []
-    extra_bad: list[tuple[Proc, str]] = []
+    first_bad: list[tuple[Proc, tuple[str, str]]] = []
+    extra_bad: list[tuple[Proc, tuple[str, str]]] = []
     by_addr: dict[str, set[str]] = defaultdict(set)
     for p in state.procs.values():
         firsts = []
@@ -155,34 +181,39 @@ def check_interfaces(state: LogState) -> None:
             firsts.append(p.oob)
         if p.socket_ifs:
             firsts.append(p.socket_ifs[0])
-        bad = [f"{n}:{a}" for n, a in firsts if _bad(n, a)]
+        bad = [(n, a) for n, a in firsts if _bad(n, a)]
         if bad:
             first_bad.append((p, bad[0]))
             continue
-        if p.net_family() == "socket":
-            extra = [f"{n}:{a}" for n, a in p.socket_ifs[1:] if _bad(n, a)]
+        if p.net_family() in ("socket", None):
+            extra = [(n, a) for n, a in p.socket_ifs[1:] if _bad(n, a)]
             if extra:
                 extra_bad.append((p, extra[0]))
     shared = {addr: hosts for addr, hosts in by_addr.items()
               if len(hosts) > 1 and "?" not in hosts and not addr.endswith(":?")}
     if not first_bad and not extra_bad and not shared:
         return
+    fix = socket_ifname_fix(_good_names(state.procs.values()), _before(state, (2, 5)))
     if first_bad or shared:
-        what = first_bad[0][1] if first_bad else next(iter(shared))
-        why = (f"the same bootstrap address {what} appears on hosts "
-               f"{', '.join(sorted(shared[what]))}" if not first_bad and shared else
-               f"NCCL bootstraps or connects through {what}, which cannot reach other nodes")
+        if first_bad:
+            n, a = first_bad[0][1]
+            why = (f"NCCL bootstraps or connects through {n}:{a}, which cannot reach other "
+                   f"nodes: {why_wrong(n, a)}")
+        else:
+            what = next(iter(shared))
+            why = f"the same bootstrap address {what} appears on hosts {', '.join(sorted(shared[what]))}"
         procs = [p for p, _ in first_bad] or [p for p in state.procs.values() if p.bootstrap and
                                               f"{p.bootstrap[0][0]}:{p.bootstrap[0][1]}" in shared]
         _raise(state, "net-socket-ifname", f"{why} ({plural(len(procs), 'process')})", procs,
                [p.evidence.get("bootstrap") or p.evidence.get("net_socket")
-                or p.evidence.get("net_ib") for p in procs[:5]], severity="error")
+                or p.evidence.get("net_ib") for p in procs[:5]], severity="error", fix=fix)
     else:
         procs = [p for p, _ in extra_bad]
+        n, a = extra_bad[0][1]
         _raise(state, "net-socket-ifname",
-               f"the Socket transport also spreads traffic over {extra_bad[0][1]} "
-               f"({plural(len(procs), 'process')})", procs,
-               [p.evidence.get("net_socket") for p in procs[:5]])
+               f"the Socket transport also spreads traffic over {n}:{a} "
+               f"({plural(len(procs), 'process')}): {why_wrong(n, a)}", procs,
+               [p.evidence.get("net_socket") for p in procs[:5]], fix=fix)
 
 
 def check_rdma_unused(state: LogState) -> None:

@@ -5,6 +5,8 @@ The lines are built in the exact formats of the corpus logs, varied to reach eac
 
 from __future__ import annotations
 
+import pytest
+
 from ncclcheck.diagnose import build_document
 from ncclcheck.logparse.state import LogState
 from ncclcheck.signatures.derived import run_checks
@@ -45,7 +47,7 @@ def test_loopback_on_a_single_node_is_fine():
     doc = diagnose_lines("gpt-dev:1:1 [1] NCCL INFO NCCL_SOCKET_IFNAME set by environment to lo",
                          "gpt-dev:1:1 [1] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>",
                          "gpt-dev:2:2 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>")
-    assert ids(doc) == set() and doc["healthy"]
+    assert ids(doc) == set() and doc["summary"]["verdict"].startswith("no failure seen")
 
 
 def test_virbr_in_the_socket_list_between_nodes_is_a_warning():
@@ -159,7 +161,7 @@ def test_unrecognized_warn_is_info_and_only_when_nothing_else():
     alone = diagnose_lines("h:1:1 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : "
                            "client reregistration")
     f = by_id(alone, "log-unrecognized-warn")
-    assert f["severity"] == "info" and alone["healthy"]
+    assert f["severity"] == "info" and alone["summary"]["verdict"].startswith("no failure seen")
     with_error = diagnose_lines("h:1:1 [0] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event",
                                 "h:1:1 [0] bootstrap.cc:1 NCCL WARN Bootstrap : no socket interface found")
     assert ids(with_error) == {"log-no-socket-interface"}
@@ -233,7 +235,7 @@ def test_debugging_variables_are_an_info_note_not_a_problem():
                          "a:1:1 [0] NCCL INFO Using network Socket")
     f = by_id(doc, "env-debug-vars-set")
     assert f["severity"] == "info" and f["message"].startswith("NCCL_ALGO=Ring set on 1 process")
-    assert f["evidence"][0]["line"] == 1 and doc["healthy"]
+    assert f["evidence"][0]["line"] == 1 and doc["summary"]["findings"]["warning"] == 0
 
 
 def _single_node_job(*extra: str) -> dict:
@@ -297,3 +299,43 @@ def test_pdsh_traceback_lines_are_attributed_to_their_host():
         "w1: epoch 1 done")
     f = by_id(doc, "log-nccl-call-failed")
     assert f["hosts"] == ["w2"] and doc["summary"]["processes"] == 2
+
+
+def test_wrong_interface_names_the_interface_why_and_the_exact_fix():
+    """Issue 13: say which interface is wrong and why, and give NCCL_SOCKET_IFNAME=<name>."""
+    doc = diagnose_lines(
+        "a:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>",
+        "a:1:1 [0] NCCL INFO NET/Socket : Using [0]docker0:172.17.0.1<0> [1]ens5:10.0.0.1<0>",
+        "b:2:2 [0] NCCL INFO Bootstrap : Using ens5:10.0.0.2<0>",
+        "b:2:2 [0] NCCL INFO NET/Socket : Using [0]ens5:10.0.0.2<0>",
+        "b:2:2 [0] NCCL INFO Using network Socket",
+        "NCCL version 2.21.5+cuda12.4")
+    f = by_id(doc, "net-socket-ifname")
+    assert f["severity"] == "error" and "docker0:172.17.0.1" in f["message"]
+    assert "Docker's bridge" in f["message"]
+    assert f["fix"].startswith("Set NCCL_SOCKET_IFNAME==ens5 on every node")
+
+
+@pytest.mark.parametrize("iface, words", [
+    ("veth3a1b:10.244.1.5", "virtual link"), ("br-5f2a:172.18.0.1", "user-network bridge"),
+    ("virbr0:192.168.122.1", "libvirt")])
+def test_a_virtual_interface_among_socket_interfaces_is_named(iface, words):
+    doc = diagnose_lines(
+        f"a:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]{iface}<0>",
+        "a:1:1 [0] NCCL INFO Using network Socket",
+        "b:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>",
+        "b:2:2 [0] NCCL INFO Using network Socket")
+    f = by_id(doc, "net-socket-ifname")
+    assert iface in f["message"] and words in f["message"]
+    assert "NCCL_SOCKET_IFNAME==eth0" in f["fix"]
+
+
+def test_an_old_nccl_gets_the_prefix_form_of_the_fix():
+    """``=name`` exists since NCCL 2.5; the horovod#789 log runs 2.3.5."""
+    from pathlib import Path
+
+    from ncclcheck.diagnose import diagnose_files
+    log = Path(__file__).parents[1] / "fixtures/logs/wrong-interface-lo-ibverbs-missing-docker.log"
+    f = by_id(diagnose_files([str(log)]), "net-socket-ifname")
+    assert "lo:127.0.0.1" in f["message"] and "loopback" in f["message"]
+    assert f["fix"].startswith("Set NCCL_SOCKET_IFNAME=eth0 on every node (NCCL before 2.5")
