@@ -18,6 +18,7 @@ The document::
 
 from __future__ import annotations
 
+import re
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
@@ -71,6 +72,35 @@ class Wanted:
                     self._take_next = True
                 return True
         return False
+
+
+#: characters from the input that must not reach a terminal raw: C0 (but tab), DEL, C1 (CSI is
+#: \x9b) and the bidirectional overrides that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str) -> str:
+    r"""``text`` with every control character written as an escape, so that a hostile log cannot
+    rewrite the terminal (issue 16): ``\x1b[2J`` is shown, not obeyed.
+
+    >>> safe_text("WARN \x1b[2Jcleared\x07 \u202eevil\tok")
+    'WARN \\x1b[2Jcleared\\x07 \\u202eevil\tok'
+    """
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                  else f"\\u{ord(m.group()):04x}"), text)
+
+
+def escape_controls(obj: Any) -> Any:
+    """Apply :func:`safe_text` to every string (keys included) of a JSON-like document."""
+    if isinstance(obj, str):
+        return safe_text(obj)
+    if isinstance(obj, dict):
+        return {escape_controls(k): escape_controls(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [escape_controls(v) for v in obj]
+    return obj
 
 
 def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> dict[str, Any]:
@@ -226,4 +256,4 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
         doc["ranks_omitted"] = max(0, len(procs) - MAX_RANKS_LISTED) + state.procs_dropped
     if state.parse_errors:
         doc["parser"] = {"errors": state.parse_errors, "first_error": state.first_parse_error}
-    return doc
+    return escape_controls(doc)  # type: ignore[no-any-return]

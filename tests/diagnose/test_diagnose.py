@@ -112,3 +112,23 @@ def test_healthy_needs_every_rank_to_complete_init(tmp_path):
     path.write_text("\n".join(_two_ranks(done)[:5]) + "\n")       # rank 1 stops after START
     half = diagnose_files([str(path)])
     assert half["healthy"] is False and [f["id"] for f in half["findings"]] == ["log-init-incomplete"]
+
+
+def test_terminal_escapes_from_the_log_are_shown_not_obeyed(tmp_path):
+    """Issue 16: a hostile log must not rewrite the terminal through diagnose's output."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "evil.log"
+    path.write_bytes(b"h:1:1 [0] misc/x.cc:1 NCCL WARN \x1b]0;pwned\x07\x1b[2J gone \xc2\x9b1m\n"
+                     b"h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to \x1b[31meth0\n")
+    doc = diagnose_files([str(path)])
+    text = json.dumps(doc, ensure_ascii=False)
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "\\x1b[2J" in text
+    for args in ([str(path)], [str(path), "--json"]):
+        out = subprocess.run([sys.executable, "-m", "ncclcheck", "diagnose", *args],
+                             capture_output=True, timeout=60).stdout
+        assert b"\x1b" not in out and b"\x07" not in out and b"\xc2\x9b" not in out, out
+        assert b"x1b[2J" in out
