@@ -21,64 +21,23 @@ name, an Init START) before it says anything, because an invented problem is wor
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Iterable
 
-from ncclcheck.logparse.state import FindingAcc, LogState, Proc
+from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
-from ncclcheck.signatures import BY_ID, Detail
+from ncclcheck.signatures.derived_base import (  # noqa: F401 - plural, multi_node re-exported
+    _by_host,
+    _raise,
+    multi_node,
+    plural,
+)
+from ncclcheck.signatures.derived_hosts import check_gdr_hosts, check_mixed_vendors
 from ncclcheck.signatures.interface import (
     LOCAL_ADDRESS,
     VIRTUAL_IFACE,
     socket_ifname_fix,
     why_wrong,
 )
-
-
-def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
-           evidence: Iterable[Optional[dict[str, Any]]], severity: str = "", cause: str = "",
-           fix: str = "") -> FindingAcc:
-    """Add a whole-log finding (or extend the line finding with the same id); ``cause`` and
-    ``fix`` replace the signature's own words when this check knows better."""
-    sig = BY_ID[sig_id]
-    acc = state.findings.get(sig_id)
-    if acc is None:
-        acc = state.findings[sig_id] = FindingAcc(sig)
-        acc.message = message
-    elif acc.message is None and acc.detail is not None and not acc.detail.message:
-        acc.message = message
-    procs = list(procs)
-    evs = [e for e in evidence if e]
-    acc.add(Detail(severity=severity or sig.severity, cause=cause, fix=fix), None, None, None)
-    for ev in evs:
-        if ev not in acc.evidence and len(acc.evidence) < 5:
-            acc.evidence.append(ev)
-    for p in procs:
-        if (p.host or p.node) and len(acc.hosts) < 256:
-            acc.hosts.add(p.host or p.node)  # type: ignore[arg-type]
-        r = p.display_rank()
-        if r is not None and len(acc.ranks) < 256:
-            acc.ranks.add(r)
-    return acc
-
-
-def plural(n: int, word: str) -> str:
-    """``1 process``, ``3 processes``.
-
-    >>> plural(1, "process"), plural(3, "process"), plural(2, "line")
-    ('1 process', '3 processes', '2 lines')
-    """
-    if n == 1:
-        return f"1 {word}"
-    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
-
-
-def multi_node(state: LogState) -> bool:
-    """Whether the log shows traffic between nodes: two hosts, nNodes > 1 or a NET connection."""
-    hosts = {p.host or p.node for p in state.procs.values() if p.host or p.node}
-    if len(hosts) > 1:
-        return True
-    return any((p.nnodes or 0) > 1 or any(t.startswith("NET/") for t in p.transports)
-               for p in state.procs.values())
 
 
 def check_versions(state: LogState) -> None:
@@ -99,11 +58,6 @@ def check_versions(state: LogState) -> None:
            "ranks report different NCCL versions: " + "; ".join(parts),
            [p for ps in by_version.values() for p in ps],
            [state.bare_versions.get(v) for v in sorted(versions)])
-
-
-def _by_host(procs: Iterable[Proc]) -> str:
-    hosts = sorted({p.host or p.node or "?" for p in procs})
-    return ", ".join(hosts[:4]) + (", ..." if len(hosts) > 4 else "")
 
 
 def check_drivers(state: LogState) -> None:
@@ -367,7 +321,7 @@ def check_fallbacks(state: LogState) -> None:
 
 
 CHECKS = (check_versions, check_drivers, check_transports, check_interfaces, check_rdma_unused,
-          check_gdr, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
+          check_gdr, check_gdr_hosts, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
 
 
 def run_checks(state: LogState) -> None:

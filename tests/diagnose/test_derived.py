@@ -339,3 +339,38 @@ def test_an_old_nccl_gets_the_prefix_form_of_the_fix():
     f = by_id(diagnose_files([str(log)]), "net-socket-ifname")
     assert "lo:127.0.0.1" in f["message"] and "loopback" in f["message"]
     assert f["fix"].startswith("Set NCCL_SOCKET_IFNAME=eth0 on every node (NCCL before 2.5")
+
+
+def test_another_vendors_rdma_device_beside_mlx5_needs_ib_hca():
+    """Issue 13 (mixed RDMA devices): an iWARP i40iw0 listed beside mlx5 ports, NCCL_IB_HCA unset."""
+    doc = diagnose_lines(
+        "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]i40iw0:1/RoCE ; "
+        "OOB eth0:10.0.0.1<0>",
+        "a:1:1 [0] NCCL INFO Using network IB")
+    f = by_id(doc, "ib-hca-select")
+    assert f["severity"] == "warning" and "i40iw0 (Intel X722 iWARP)" in f["message"]
+    assert f["fix"].startswith("Set NCCL_IB_HCA==mlx5_0,mlx5_1 on every node")
+    chosen = diagnose_lines(
+        "a:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1,i40iw0",
+        "a:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [2]i40iw0:1/RoCE ; "
+        "OOB eth0:10.0.0.1<0>")
+    assert "ib-hca-select" not in ids(chosen)           # the user chose them: not our call
+    alone = diagnose_lines("a:1:1 [0] NCCL INFO NET/IB : Using [0]irdma0:1/RoCE ; OOB eth0:10.0.0.1<0>")
+    assert "ib-hca-select" not in ids(alone)
+
+
+def test_gpudirect_rdma_on_some_hosts_only():
+    """Issue 13 (across hosts): GDRDMA on node-a's NET/IB channels, plain NET/IB on node-b's."""
+    doc = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO Using network IB",
+        "node-a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+        "node-b:2:2 [0] NCCL INFO Using network IB",
+        "node-b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0")
+    f = by_id(doc, "ib-gdr-not-ready")
+    assert f["message"].startswith("GPUDirect RDMA is used on node-a but not on node-b")
+    assert f["hosts"] == ["node-b"] and f["severity"] == "warning"
+    same = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO Channel 00/0 : 1[0] -> 0[0] [receive] via NET/IB/0/GDRDMA",
+        "node-b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA",
+        "node-a:1:1 [0] NCCL INFO Using network IB", "node-b:2:2 [0] NCCL INFO Using network IB")
+    assert "ib-gdr-not-ready" not in ids(same)
