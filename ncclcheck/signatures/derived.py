@@ -184,9 +184,13 @@ def check_rdma_unused(state: LogState) -> None:
         if names or several:
             hint = f"; the log shows RDMA hardware ({', '.join(names[:3])})" if names else ""
             scope = "" if several else " (no traffic leaves this node in this log)"
+            ifs = list(dict.fromkeys(n for p in no_verbs for n, _ in p.socket_ifs[:3]))
+            over = f" on {', '.join(ifs[:3])}" if ifs else ""
             _raise(state, "nccl-ibverbs-unloadable",
                    f"libibverbs could not be loaded ({plural(len(no_verbs), 'process')}), so "
-                   f"traffic between nodes goes over TCP sockets{hint}{scope}", no_verbs,
+                   f"traffic between nodes goes over TCP sockets{over}: NCCL's Socket transport, "
+                   "bound by the kernel's TCP stack and CPU, gets a fraction of the bandwidth "
+                   f"RDMA would get from the same NIC{hint}{scope}", no_verbs,
                    [no_verbs[0].evidence.get("ibverbs")] + [e for _, es in seen for e in es][:2],
                    severity="warning" if names and several else "info")
     fallen = []

@@ -374,3 +374,15 @@ def test_gpudirect_rdma_on_some_hosts_only():
         "node-b:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA",
         "node-a:1:1 [0] NCCL INFO Using network IB", "node-b:2:2 [0] NCCL INFO Using network IB")
     assert "ib-gdr-not-ready" not in ids(same)
+
+
+def test_libibverbs_missing_says_what_the_socket_fallback_costs():
+    """Issue 13: the consequence of a missing libibverbs (Socket, and its cost) is in the finding."""
+    doc = diagnose_lines(
+        "a:1:1 [0] misc/ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]",
+        "a:1:1 [0] NCCL INFO NET/Socket : Using [0]ens5:10.0.0.1<0>",
+        "a:1:1 [0] NCCL INFO Using network Socket",
+        "b:2:2 [0] NCCL INFO Using network Socket")
+    f = by_id(doc, "nccl-ibverbs-unloadable")
+    assert "over TCP sockets on ens5" in f["message"] and "fraction of the bandwidth" in f["message"]
+    assert f["severity"] == "info"           # no RDMA hardware in sight: Socket may be expected
