@@ -31,7 +31,11 @@ from ncclcheck.signatures.derived_base import (  # noqa: F401 - plural, multi_no
     multi_node,
     plural,
 )
-from ncclcheck.signatures.derived_hosts import check_gdr_hosts, check_mixed_vendors
+from ncclcheck.signatures.derived_hosts import (
+    check_gdr_hosts,
+    check_mixed_vendors,
+    check_version_hints,
+)
 from ncclcheck.signatures.interface import (
     LOCAL_ADDRESS,
     VIRTUAL_IFACE,
@@ -324,7 +328,7 @@ def check_fallbacks(state: LogState) -> None:
                 acc.hosts.add(h)
 
 
-CHECKS = (check_versions, check_drivers, check_transports, check_interfaces, check_rdma_unused,
+CHECKS = (check_versions, check_version_hints, check_drivers, check_transports, check_interfaces, check_rdma_unused,
           check_gdr, check_gdr_hosts, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
 
 

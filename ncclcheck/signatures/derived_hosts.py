@@ -3,6 +3,8 @@
 * ``ib-hca-select``: NCCL's IB transport lists a device of another vendor (an Intel iWARP
   ``i40iw0``/``irdma0``, a Marvell ``qedr0``, a HiSilicon ``hns_0``, a soft ``rxe0``) beside
   ``mlx5_*`` ports, with NCCL_IB_HCA unset: NCCL spreads its rings over every device it lists;
+* ``cluster-nccl-version-mismatch``: a host without a version line whose plugin-loader message
+  only exists in other NCCL versions than another host's;
 * ``ib-gdr-not-ready``: GPUDirect RDMA (``via NET/IB/.../GDRDMA``) used on some hosts while other
   hosts' NET/IB connections go through host memory.
 """
@@ -13,6 +15,7 @@ import re
 from collections import defaultdict
 
 from ncclcheck.logparse.state import LogState, Proc
+from ncclcheck.logparse.version_hints import show, version_in
 from ncclcheck.signatures.derived_base import _raise, plural
 
 #: RDMA device name prefix -> what it is (rdma-core provider names, as /sys/class/infiniband shows).
@@ -89,3 +92,44 @@ def check_gdr_hosts(state: LogState) -> None:
            procs, [p.evidence.get("gdr_disabled") or p.evidence.get("net_ib") for p in procs[:2]]
            + [ps[0].evidence.get("net_ib") for ps in list(used.values())[:1]],
            severity="warning")
+
+
+def check_version_hints(state: LogState) -> None:
+    """``cluster-nccl-version-mismatch`` for a host that prints no version line, when the wording
+    of its plugin-loader message only exists in NCCL versions other than the one another host
+    prints (:mod:`ncclcheck.logparse.version_hints`), or when two hosts' hints cannot overlap."""
+    if "cluster-nccl-version-mismatch" in state.findings:
+        return
+    known: dict[str, set[str]] = defaultdict(set)
+    hinted: dict[str, tuple[Proc, tuple[tuple[int, int], tuple[int, int]]]] = {}
+    for p in state.procs.values():
+        host = p.host or p.node
+        if not host:
+            continue
+        if p.nccl_version:
+            known[host].add(p.nccl_version)
+        elif p.version_hint and host not in hinted:
+            hinted[host] = (p, p.version_hint)
+    clashes = []
+    for host, (p, rng) in sorted(hinted.items()):
+        if host in known:
+            continue
+        others = sorted({v for h, vs in known.items() if h != host for v in vs
+                         if version_in(v, rng) is False})
+        if others and not any(version_in(v, rng) for h, vs in known.items() for v in vs):
+            clashes.append((p, host, rng, f"NCCL {', '.join(others[:3])} on "
+                            f"{', '.join(sorted(h for h, vs in known.items() if set(others) & vs)[:3])}"))
+    ranges = sorted({rng for _, rng in hinted.values()})
+    if not clashes and len(ranges) > 1 and ranges[0][1] < ranges[-1][0] and not known:
+        lo, hi = [next((p, h) for h, (p, r) in hinted.items() if r == rng) for rng in
+                  (ranges[0], ranges[-1])]
+        clashes.append((lo[0], lo[1], ranges[0], f"NCCL {show(ranges[-1])} on {hi[1]}"))
+        clashes.append((hi[0], hi[1], ranges[-1], f"NCCL {show(ranges[0])} on {lo[1]}"))
+    if not clashes:
+        return
+    p, host, rng, other = clashes[0]
+    _raise(state, "cluster-nccl-version-mismatch",
+           f"{host} prints no NCCL version, but its plugin-loader message exists only in NCCL "
+           f"{show(rng)}, while the log shows {other}",
+           [c[0] for c in clashes], [c[0].evidence.get("version_hint") for c in clashes[:3]]
+           + [q.evidence.get("version") for q in state.procs.values() if q.nccl_version][:1])

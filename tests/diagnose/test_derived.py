@@ -386,3 +386,33 @@ def test_libibverbs_missing_says_what_the_socket_fallback_costs():
     f = by_id(doc, "nccl-ibverbs-unloadable")
     assert "over TCP sockets on ens5" in f["message"] and "fraction of the bandwidth" in f["message"]
     assert f["severity"] == "info"           # no RDMA hardware in sight: Socket may be expected
+
+
+def test_a_host_without_a_version_line_is_dated_by_its_plugin_loader_message():
+    """Issue 13 (across hosts): node-b prints no version, but its 'No plugin found (...), using
+    internal implementation' only exists in NCCL 2.5-2.16, while node-a runs 2.21.5."""
+    doc = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
+        "Using internal network plugin.",
+        "node-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node-b:2:2 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
+        "implementation",
+        "node-b:2:2 [0] NCCL INFO Using network IB")
+    f = by_id(doc, "cluster-nccl-version-mismatch")
+    assert f["message"].startswith("node-b prints no NCCL version, but its plugin-loader message "
+                                   "exists only in NCCL 2.5-2.16, while the log shows NCCL 2.21.5")
+    same = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node-b:2:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open "
+        "shared object file: No such file or directory : when loading libnccl-net.so")
+    assert "cluster-nccl-version-mismatch" not in ids(same)
+
+
+def test_two_hosts_whose_plugin_messages_cannot_be_the_same_version():
+    doc = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO NET/Plugin : dlerror=libnccl-net.so: cannot open shared object "
+        "file: No such file or directory No plugin found (libnccl-net.so), using internal "
+        "implementation",
+        "node-b:2:2 [0] NCCL INFO NET/Plugin : No plugin found, using internal implementation")
+    f = by_id(doc, "cluster-nccl-version-mismatch")
+    assert "2.17-2.18" in f["message"] and "2.19-2.20" in f["message"]
