@@ -32,8 +32,10 @@ class NcclLine(NamedTuple):
 #: ``host:pid:tid [dev] INFO msg`` and ``host:pid:tid [dev] file:line WARN msg``, without the
 #: ``NCCL`` tag. Recorded: ``seyun:17283:17549 [3] include/socket.h:371 WARN Connection closed by
 #: remote peer`` (horovod/horovod#666), ``seyun:17281:17552 [1] INFO bootstrap.cu:45 -> 2 [Net]``.
-#: The device in brackets is required, so that ``[main] INFO`` of a Python logger stays text.
-_OLD_LEVEL = re.compile(r"(?:^|\s)\[\d{1,4}\] (?:[\w./\-]{1,120}\.(?:cu|cc|h|c|cpp|hpp):\d{1,6} )?"
+#: The device in brackets (or, at the start of a line as users quote it, the source location) is
+#: required, so that ``[main] INFO`` of a Python logger stays text.
+_OLD_LEVEL = re.compile(r"(?:(?:^|\s)\[\d{1,4}\] (?:[\w./\-]{1,120}\.(?:cu|cc|h|c|cpp|hpp):\d{1,6} )?"
+                        r"|^[\w./\-]{1,120}\.(?:cu|cc|h|c|cpp|hpp):\d{1,6} )"
                         r"(INFO|WARN|TRACE|ABORT)(?= |$)")
 #: what the reader's prefilter must look for to see such a line (they hold no ``NCCL``).
 OLD_KEYS = (b"] INFO ", b" WARN ")
@@ -79,6 +81,8 @@ def parse_nccl_line(text: str) -> Optional[NcclLine]:
     NcclLine(level='WARN', msg='Connection closed by remote peer', host='seyun', pid=17283, tid=17549, dev=3, src='include/socket.h:371')
     >>> parse_nccl_line("2021-01-31 [main] INFO loading model") is None
     True
+    >>> parse_nccl_line("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol").src
+    'include/socket.h:344'
     """
     i, level, tag = _level_at(text)
     if i < 0:

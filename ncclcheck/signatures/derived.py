@@ -99,7 +99,15 @@ def check_transports(state: LogState) -> None:
 
 
 def _bad(name: str, addr: str) -> bool:
-    return bool(VIRTUAL_IFACE.match(name) or LOCAL_ADDRESS.match(addr))
+    """Whether ``name:addr`` cannot carry traffic to another node. A veth with a routable address
+    is a container's own way out (``veth0`` in a pod), not the host's end of a pair.
+
+    >>> _bad("vethe94aab9", "fe80::a86b:69ff:fe67:e3fe%vethe94aab9"), _bad("veth0", "2a02:6b8::600a")
+    (True, False)
+    """
+    if LOCAL_ADDRESS.match(addr):
+        return True
+    return bool(VIRTUAL_IFACE.match(name)) and not (name.startswith("veth") and addr not in ("", "?"))
 
 
 def _before(state: LogState, version: tuple[int, int]) -> bool:
@@ -126,6 +134,7 @@ def _good_names(procs: Iterable[Proc]) -> list[str]:
 def check_interfaces(state: LogState) -> None:
     """``net-socket-ifname``: bootstrap, OOB or Socket traffic on a virtual/loopback interface."""
     if not multi_node(state):
+        _interfaces_one_host(state)
         return
     first_bad: list[tuple[Proc, tuple[str, str]]] = []
     extra_bad: list[tuple[Proc, tuple[str, str]]] = []
@@ -172,6 +181,33 @@ def check_interfaces(state: LogState) -> None:
                f"the Socket transport also spreads traffic over {n}:{a} "
                f"({plural(len(procs), 'process')}): {why_wrong(n, a)}", procs,
                [p.evidence.get("net_socket") for p in procs[:5]], fix=fix)
+
+
+def _interfaces_one_host(state: LogState) -> None:
+    """A log from one host cannot show the failure, only the setup for it: NCCL, left to choose
+    (NCCL_SOCKET_IFNAME unset), lists a virtual or loopback interface beside a real one. Info only,
+    since a job on one node never sends NCCL traffic over IP."""
+    seen: list[tuple[Proc, str, str]] = []
+    for p in state.procs.values():
+        if "NCCL_SOCKET_IFNAME" in p.env:
+            continue
+        listed = [*p.bootstrap, *p.socket_ifs]
+        bad = [(n, a) for n, a in listed if _bad(n, a)]
+        if bad and len({n for n, _ in bad}) < len({n for n, _ in listed}):
+            seen.append((p, *bad[0]))
+    if not seen:
+        return
+    p, n, a = seen[0]
+    failed = [k for k in ("log-connection-refused", "log-connection-closed") if k in state.findings]
+    tail = ("; connections failed in this log, as they do when a peer is reached through it"
+            if failed else ". Harmless within one node; between nodes it is the classic failure "
+            "(bootstrap or Socket connections that time out)")
+    _raise(state, "net-socket-ifname",
+           f"NCCL lists {n}:{a} among its interfaces ({plural(len(seen), 'process')}): "
+           f"{why_wrong(n, a)}{tail}", [q for q, _, _ in seen],
+           [q.evidence.get("bootstrap") or q.evidence.get("net_socket") for q, _, _ in seen[:3]],
+           severity="warning" if failed else "info",
+           fix=socket_ifname_fix(_good_names(state.procs.values()), _before(state, (2, 5))))
 
 
 def check_rdma_unused(state: LogState) -> None:

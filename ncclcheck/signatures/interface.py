@@ -92,7 +92,7 @@ VIRTUAL_IFACE = re.compile(
     r"^(?:docker\d*|lo|virbr\d*|veth[\w.@\-]*|br-[\w]+|cni\d*|flannel[\w.]*|cali[\w]+|"
     r"tailscale\d*|kube-ipvs\d*|podman\d*|lxcbr\d*|vmnet\d*|ip6tnl\d*|tun\d*)$")
 #: addresses that cannot reach another node (loopback, link-local, docker0/virbr0 defaults).
-LOCAL_ADDRESS = re.compile(r"^(?:127\.|::1$|fe80:|172\.17\.0\.1$|192\.168\.122\.1$)")
+LOCAL_ADDRESS = re.compile(r"^(?:127\.|::1$|fe80:|169\.254\.|172\.17\.0\.1$|192\.168\.122\.1$)")
 
 def why_wrong(name: str, addr: str) -> str:
     """Why an interface NCCL printed cannot carry traffic between nodes.
@@ -113,6 +113,8 @@ def why_wrong(name: str, addr: str) -> str:
         return f"{name} is a Docker user-network bridge, local to this host"
     if name.startswith(("veth", "cali", "cni", "flannel")):
         return f"{name} is one end of a container's virtual link (veth/CNI), not a route out"
+    if addr.startswith("169.254."):
+        return f"{name}:{addr} is a link-local IPv4 address, which no router forwards"
     if addr.startswith("fe80:"):
         return f"{name}:{addr} is a link-local IPv6 address, unusable without a scope between hosts"
     return f"{name} is a virtual interface ({addr})"

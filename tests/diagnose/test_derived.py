@@ -317,7 +317,7 @@ def test_wrong_interface_names_the_interface_why_and_the_exact_fix():
 
 
 @pytest.mark.parametrize("iface, words", [
-    ("veth3a1b:10.244.1.5", "virtual link"), ("br-5f2a:172.18.0.1", "user-network bridge"),
+    ("veth3a1b:fe80::1c2b:3ff:fe4d:5e6f%veth3a1b", "virtual link"), ("br-5f2a:172.18.0.1", "user-network bridge"),
     ("virbr0:192.168.122.1", "libvirt")])
 def test_a_virtual_interface_among_socket_interfaces_is_named(iface, words):
     doc = diagnose_lines(
