@@ -1,7 +1,7 @@
 """``ncclcheck diagnose``: explain NCCL logs, from any launcher, streaming and with bounded memory.
 
 Flow: open each input (file, gzip file or ``-``) → keep only the lines holding one of
-:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.reader.iter_matching`;
+:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
 :class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
 (:mod:`ncclcheck.signatures.derived`) → build the ``ncclcheck/diagnosis`` document.
@@ -25,9 +25,9 @@ from ncclcheck.errors import BadInput
 from ncclcheck.logparse.reader import (
     InputStats,
     check_readable,
-    iter_matching,
     open_source,
 )
+from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
