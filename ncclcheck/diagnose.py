@@ -29,9 +29,12 @@ from ncclcheck.logparse.reader import (
 )
 from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.nccl import OLD_KEYS
+from ncclcheck.logparse.pasted_ib import KEYS_FOLLOW as PASTED_FOLLOW
+from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.signatures.derived import plural, run_checks
+from ncclcheck.signatures.pasted import check_pasted
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -42,8 +45,8 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
              b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
 #: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
-KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS
-NEXT_KEYS = (b"Last error",)
+KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS + tuple(PASTED_FOLLOW)
+NEXT_KEYS = {b"Last error": 1, **PASTED_FOLLOW}
 
 
 class Wanted:
@@ -124,6 +127,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     for path in paths:
         check_readable(path)
     state = LogState()
+    pasted = PastedIb()
     inputs: list[InputStats] = []
     for path in paths:
         with open_source(path, stdin) as src:
@@ -131,12 +135,20 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             name = src.stats.name
             for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
                 feed(raw, name, lineno)
+                if b"NCCL" not in raw:                   # pasted ibstat/ibv_devinfo/show_gids
+                    text = raw.decode("utf-8", "replace")
+                    pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")
             inputs.append(src.stats)
     run_checks(state)
-    return build_document(state, inputs)
+    check_pasted(state, pasted)
+    doc = build_document(state, inputs)
+    if pasted.kinds:
+        doc["pasted"] = escape_controls({"kinds": sorted(pasted.kinds),
+                                         "ib_devices": pasted.devices()})
+    return doc
 
 
 def _gdr_summary(p: Proc) -> Optional[str]:
@@ -226,6 +238,8 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
     healthy = clean and complete > 0 and all(p.init_complete for p in joined)
     if nccl_lines == 0 and not findings:
         verdict = "no NCCL output found (run the job with NCCL_DEBUG=INFO)"
+    elif nccl_lines == 0 and not counts["error"] and not counts["warning"]:
+        verdict = f"no NCCL log lines; {plural(counts['info'], 'note')} from the output read"
     elif clean and not healthy:
         verdict = (f"no failure seen, but {complete}/{len(joined)} "
                    f"{'process' if len(joined) == 1 else 'processes'} reached Init COMPLETE"

@@ -1,0 +1,144 @@
+"""Findings from pasted ``ibstat`` / ``ibv_devinfo`` / ``show_gids`` output (issue 13).
+
+The pasted text is read into the ``ib`` probe's facts (:mod:`ncclcheck.logparse.pasted_ib`), and
+the port states are named by the rules engine's own helper
+(:func:`ncclcheck.rules.cluster_ib_ports_down.port_states`), so a paste and a probe say the same.
+Three findings, under the ids the rules use for the same problems:
+
+* ``cluster-ib-ports-down``: a port that is not ACTIVE (DOWN, INIT, Disabled, Polling), named;
+* ``ib-hca-select``: ACTIVE ports at different rates (NCCL runs every ring at the slowest);
+* ``ib-roce-gid-index``: the RoCE v2 GID index with an IPv4-mapped address, as the
+  ``NCCL_IB_GID_INDEX`` to set (3 with the usual v1/v2 link-local then v1/v2 IPv4 table, 7 when a
+  container shows only entries 4-7).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncclcheck.logparse.pasted_ib import PastedIb
+from ncclcheck.logparse.state import LogState
+from ncclcheck.rules.cluster_ib_ports_down import port_states
+from ncclcheck.signatures.derived_base import _raise
+
+
+def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    """A minimal facts document holding only the ``ib`` section the paste showed."""
+    return {"host": {"hostname": host},
+            "sections": {"ib": {"status": "ok", "data": {"devices": devices}}}}
+
+
+def _acc_hosts(acc: Any, hosts: list[str]) -> None:
+    for h in hosts:
+        if h != "pasted" and len(acc.hosts) < 256:
+            acc.hosts.add(h)
+
+
+def check_pasted(state: LogState, pasted: PastedIb) -> None:
+    """Raise the findings the pasted output shows."""
+    by_host = pasted.devices()
+    if not by_host:
+        return
+    what = "/".join(sorted(pasted.kinds)) or "pasted output"
+    _ports_down(state, pasted, by_host, what)
+    _rates(state, pasted, by_host, what)
+    _gid_index(state, pasted, by_host, what)
+
+
+def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
+                what: str) -> None:
+    down = {}
+    for host, devices in by_host.items():
+        states = port_states(_facts(host, devices))
+        bad = [f"{p} {s}" for p, s in states.items() if s != "ACTIVE" and not s.startswith("?")]
+        if bad:
+            down[host] = bad
+    if not down:
+        return
+    where = "; ".join(f"{'' if h == 'pasted' else h + ': '}{', '.join(v[:6])}"
+                      for h, v in list(down.items())[:4])
+    init = any("INIT" in x for v in down.values() for x in v)
+    names = sorted({x.split(":")[0] for v in down.values() for x in v})
+    acc = _raise(state, "cluster-ib-ports-down",
+                 f"{what}: RDMA ports not ACTIVE: {where}" + (
+                     " (INIT: the link trained but no subnet manager configured it)" if init else ""),
+                 [], [pasted.evidence.get(f"{h} {x.split(' ')[0]}") for h, v in down.items()
+                      for x in v][:5], severity="warning",
+                 cause="NCCL only uses ACTIVE ports (src/transport/net_ib/init.cc). A node with a "
+                       "port down has fewer rails, and every ring or tree through it slows to its "
+                       "bandwidth; a port NCCL_IB_HCA names explicitly that is down fails the job.",
+                 fix="Bring the port up: cable and switch port (`mlxlink -d <dev>`), the subnet "
+                     "manager for INIT (`sminfo`), a disabled port with `ibportstate`. Until then, "
+                     f"leave it out of NCCL_IB_HCA (NCCL_IB_HCA=^{','.join(names[:4])}).")
+    _acc_hosts(acc, list(down))
+
+
+def _rates(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
+           what: str) -> None:
+    rates: dict[float, list[str]] = {}
+    for host, devices in by_host.items():
+        for d in devices:
+            for p in d["ports"]:
+                if p["state"] == "ACTIVE" and p["rate_gbps"]:
+                    label = f"{'' if host == 'pasted' else host + ' '}{d['name']}:{p['port']}"
+                    rates.setdefault(p["rate_gbps"], []).append(label)
+    if len(rates) < 2:
+        return
+    top = max(rates)
+    slow = sorted(n for r, ns in rates.items() if r != top for n in ns)
+    keep = sorted({n.split(" ")[-1].split(":")[0] for n in rates[top]})
+    parts = [f"{r:g} Gb/s: {', '.join(ns[:4])}" for r, ns in sorted(rates.items(), reverse=True)]
+    acc = _raise(state, "ib-hca-select",
+                 f"{what}: ACTIVE RDMA ports run at different rates ({'; '.join(parts)})", [],
+                 [pasted.kinds[k] for k in sorted(pasted.kinds)][:2], severity="warning",
+                 cause="Unset, NCCL_IB_HCA lets NCCL use every ACTIVE port; rings and trees over a "
+                       "slower port (a front-end or storage NIC, or a port trained at a lower "
+                       "speed) run at its rate.",
+                 fix=f"Keep the slow ports out: NCCL_IB_HCA=={','.join(keep[:8])} (exact names, "
+                     f"NCCL >= 2.5); check why {', '.join(slow[:3])} trained slower if it should "
+                     "not (`mlxlink`, cable).")
+    _acc_hosts(acc, list(by_host))
+
+
+def _gid_index(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
+               what: str) -> None:
+    found: dict[int, list[str]] = {}
+    missing: list[str] = []
+    for host, devices in by_host.items():
+        for d in devices:
+            for p in d["ports"]:
+                if not p["gids"] or p["link_layer"] == "InfiniBand":
+                    continue
+                label = f"{'' if host == 'pasted' else host + ' '}{d['name']}:{p['port']}"
+                if p["roce_v2_ipv4_gid_index"] is None:
+                    missing.append(label)
+                else:
+                    found.setdefault(p["roce_v2_ipv4_gid_index"], []).append(label)
+    if not found and not missing:
+        return
+    ev = [pasted.kinds[k] for k in ("show_gids", "ibv_devinfo") if k in pasted.kinds]
+    if len(found) == 1 and not missing:
+        index, ports = next(iter(found.items()))
+        acc = _raise(state, "ib-roce-gid-index",
+                     f"{what}: the RoCE v2 GID with an IPv4 address is index {index} on "
+                     f"{', '.join(ports[:4])}: NCCL_IB_GID_INDEX={index}", [], ev, severity="info",
+                     cause="RoCE needs the GID that carries the routable IPv4 address as RoCE v2; "
+                           "NCCL >= 2.21 finds it by itself (ncclIbGetGidIndex), older NCCL uses "
+                           "index 0 (RoCE v1, link-local) unless told.",
+                     fix=f"On NCCL < 2.21 set NCCL_IB_GID_INDEX={index} on every node (the same "
+                         "index everywhere); on >= 2.21 leave it unset.")
+    else:
+        parts = [f"index {i} on {', '.join(ps[:3])}" for i, ps in sorted(found.items())]
+        if missing:
+            parts.append(f"none on {', '.join(missing[:3])}")
+        acc = _raise(state, "ib-roce-gid-index",
+                     f"{what}: the RoCE v2 IPv4 GID is not at one index: {'; '.join(parts)}", [], ev,
+                     severity="warning",
+                     cause="NCCL_IB_GID_INDEX is one number for every HCA of a process "
+                           "(https://github.com/NVIDIA/nccl/issues/890); ports whose RoCE v2 IPv4 "
+                           "GID sits elsewhere, or that have none (no IPv4 address on the netdev), "
+                           "cannot connect with it.",
+                     fix="Give every RoCE netdev its IPv4 address, and on NCCL >= 2.21 leave "
+                         "NCCL_IB_GID_INDEX unset (each port's GID is then found separately); "
+                         "older NCCL needs the same index on every port.")
+    _acc_hosts(acc, list(by_host))

@@ -1,0 +1,81 @@
+"""Pasted command output (issue 13): real ibstat / ibstatus / ibv_devinfo / show_gids pastes from
+public threads (tests/fixtures/pasted/INDEX.json names each source), read by ``diagnose`` in the
+same run as logs, into the ``ib`` probe's facts, with findings under the rules' ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.diagnose import diagnose_files
+from ncclcheck.logparse.pasted_ib import PastedIb
+
+PASTED = Path(__file__).resolve().parents[1] / "fixtures" / "pasted"
+INDEX = json.loads((PASTED / "INDEX.json").read_text())
+
+
+def test_every_paste_has_a_source_and_an_expectation():
+    assert sorted(INDEX) == sorted(p.stem for p in PASTED.glob("*.txt"))
+    for name, entry in INDEX.items():
+        assert entry["source"].startswith("https://github.com/"), name
+    kinds = {k for e in INDEX.values() for k in e["kinds"]}
+    assert kinds >= {"ibstat", "ibstatus", "ibv_devinfo", "show_gids"}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_paste_gives_the_expected_findings(name):
+    entry = INDEX[name]
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    assert doc["pasted"]["kinds"] == entry["kinds"]
+    found = {f["id"]: f for f in doc["findings"]}
+    assert sorted(found) == sorted(entry["expect"]), [f["message"] for f in doc["findings"]]
+    for fid, words in entry["expect"].items():
+        for word in words:
+            assert word in found[fid]["message"], (word, found[fid]["message"])
+    assert doc["healthy"] is False
+    if not found:
+        assert doc["summary"]["verdict"].startswith("no NCCL")
+
+
+def test_pasted_facts_have_the_probes_shape():
+    doc = diagnose_files([str(PASTED / "ibstat-port-disabled-nccl-tests.txt")])
+    devices = doc["pasted"]["ib_devices"]["pasted"]
+    assert [d["name"] for d in devices] == ["mlx5_0", "mlx5_1", "mlx5_2"]
+    port = devices[1]["ports"][0]
+    assert port == {"port": 1, "state": "DOWN", "phys_state": "Disabled", "rate_gbps": 10,
+                    "link_layer": "InfiniBand", "gids": [], "roce_v2_ipv4_gid_index": None}
+
+
+def test_two_pastes_one_after_the_other_at_different_rates(tmp_path):
+    """One file may hold several outputs; here two real ibstat pastes (400 Gb/s IB, 200 Gb/s
+    RoCE) put one after the other: the ACTIVE ports run at different rates."""
+    both = tmp_path / "both.txt"
+    both.write_text((PASTED / "ibstat-400-elided-nccl.txt").read_text()
+                    + (PASTED / "ibstat-200-ethernet-mooncake.txt").read_text())
+    doc = diagnose_files([str(both)])
+    f = {f["id"]: f for f in doc["findings"]}["ib-hca-select"]
+    assert "400 Gb/s: mlx5_5:1; 200 Gb/s: mlx5_0:1, mlx5_1:1" in f["message"]
+    assert f["fix"].startswith("Keep the slow ports out: NCCL_IB_HCA==mlx5_5")
+
+
+def test_a_paste_inside_a_log_is_read_with_it(tmp_path):
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "healthy-init-complete-32-ranks.log"
+    mixed = tmp_path / "report.txt"
+    mixed.write_text(log.read_text() + "\n" + (PASTED / "ibstatus-ports-down.txt").read_text())
+    doc = diagnose_files([str(mixed)])
+    assert {f["id"] for f in doc["findings"]} == {"cluster-ib-ports-down"}
+    assert doc["healthy"] is False and doc["summary"]["processes"] == 12
+
+
+def test_garbage_and_hostile_values_stay_bounded():
+    p = PastedIb()
+    p.feed("CA 'mlx5_0'", {})
+    p.feed("Port 1:", {})
+    p.feed("Rate: 1e999", {})
+    p.feed("Rate: nan", {})
+    for i in range(10_000):
+        p.feed(f"mlx5_{i}  1  3  0000:0000:0000:0000:0000:ffff:0b00:0048 11.0.0.72 v2 eth0", {})
+    assert p.devices()["pasted"][0]["ports"][0]["rate_gbps"] is None
+    assert sum(len(d) for d in p.devices().values()) <= 256
