@@ -40,10 +40,10 @@ MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 #: What a line without "NCCL" must contain to matter: NCCL's own API names (ncclShmOpen,
 #: ncclSystemError, /dev/shm/nccl-*), crash signals, the torch heartbeat, RDMA device names, the
-#: MPI launcher's UCX/PMIx errors, Python's ENOMEM (fork on EFA).
+#: MPI launcher's UCX/PMIx errors (the words their signature looks for), Python's ENOMEM (fork on EFA).
 #: NCCL's WARN text repeated by PyTorch after "Last error:" is caught by taking the next line.
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
-             b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
+             b"Last error", b"network device", b"PMIX ERROR", b"[Errno 12]")
 #: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
 KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS + tuple(PASTED_FOLLOW)
 NEXT_KEYS = {b"Last error": 1, **PASTED_FOLLOW}

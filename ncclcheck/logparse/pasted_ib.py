@@ -51,8 +51,7 @@ MAX_GIDS = 64              #: GID entries remembered per port
 
 #: the byte strings the prefilter must look for, and how many lines after each it must keep.
 KEYS_FOLLOW = {b"CA '": 40, b"hca_id:": 160, b"Infiniband device '": 9, b"0000:ffff:": 0,
-               b"::ffff:": 0, b"fe80:0000:0000:0000:": 0,
-               b"ibstat": 0, b"ibv_devinfo": 0, b"show_gids": 0}     # the command (and prompt)
+               b"ibstat": 0, b"ibv_devinfo": 160, b"show_gids": 300}  # commands, with prompts
 
 _PROMPT = re.compile(r"^[\w.\-]{1,64}@(?P<host>[\w.\-]{1,253})[:\s][^#$]{0,200}[#$]\s*(?P<cmd>.*)$")
 _IBSTAT_CA = re.compile(r"^CA '(?P<dev>[\w.\-]{1,64})'")
