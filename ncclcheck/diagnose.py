@@ -29,8 +29,8 @@ from ncclcheck.logparse.reader import (
 )
 from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.nccl import OLD_KEYS
-from ncclcheck.logparse.pasted_ib import KEYS_FOLLOW as PASTED_FOLLOW
-from ncclcheck.logparse.pasted_ib import PastedIb
+from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
+from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.signatures.derived import plural, run_checks
@@ -127,7 +127,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     for path in paths:
         check_readable(path)
     state = LogState()
-    pasted = PastedIb()
+    pasted = Pasted()
     inputs: list[InputStats] = []
     for path in paths:
         with open_source(path, stdin) as src:
@@ -135,7 +135,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             name = src.stats.name
             for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
                 feed(raw, name, lineno)
-                if b"NCCL" not in raw:                   # pasted ibstat/ibv_devinfo/show_gids
+                if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
                     pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
             if src.stats.error and not src.stats.bytes:
@@ -146,8 +146,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     check_pasted(state, pasted)
     doc = build_document(state, inputs)
     if pasted.kinds:
-        doc["pasted"] = escape_controls({"kinds": sorted(pasted.kinds),
-                                         "ib_devices": pasted.devices()})
+        doc["pasted"] = escape_controls(pasted.document())
     return doc
 
 

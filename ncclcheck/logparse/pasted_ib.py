@@ -105,6 +105,11 @@ class PastedIb:
         self._port: Optional[dict[str, Any]] = None
         self._kind: Optional[str] = None
 
+    @property
+    def host(self) -> str:
+        """The host the last shell prompt named (``pasted`` before any)."""
+        return self._host
+
     # -- structure -------------------------------------------------------------------------
     def _device(self, name: str) -> Optional[dict[str, Any]]:
         devs = self.hosts.setdefault(self._host, {})

@@ -3,7 +3,10 @@
 The pasted text is read into the ``ib`` probe's facts (:mod:`ncclcheck.logparse.pasted_ib`), and
 the port states are named by the rules engine's own helper
 (:func:`ncclcheck.rules.cluster_ib_ports_down.port_states`), so a paste and a probe say the same.
-Three findings, under the ids the rules use for the same problems:
+Findings, under the ids the rules use for the same problems:
+
+* ``net-socket-ifname``: what the rule itself recommends from pasted ``ip addr`` output (a docker
+  or ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set);
 
 * ``cluster-ib-ports-down``: a port that is not ACTIVE (DOWN, INIT, Disabled, Polling), named;
 * ``ib-hca-select``: ACTIVE ports at different rates (NCCL runs every ring at the slowest);
@@ -16,15 +19,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState
+from ncclcheck.rules import net_socket_ifname
 from ncclcheck.rules.cluster_ib_ports_down import port_states
+from ncclcheck.rules.engine import evaluate
 from ncclcheck.signatures.derived_base import _raise
 
 
 def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
     """A minimal facts document holding only the ``ib`` section the paste showed."""
-    return {"host": {"hostname": host},
+    return {"hostname": host,
             "sections": {"ib": {"status": "ok", "data": {"devices": devices}}}}
 
 
@@ -34,15 +40,36 @@ def _acc_hosts(acc: Any, hosts: list[str]) -> None:
             acc.hosts.add(h)
 
 
-def check_pasted(state: LogState, pasted: PastedIb) -> None:
+def check_pasted(state: LogState, pasted: Pasted) -> None:
     """Raise the findings the pasted output shows."""
-    by_host = pasted.devices()
+    _interfaces(state, pasted)
+    by_host = pasted.ib.devices()
     if not by_host:
         return
-    what = "/".join(sorted(pasted.kinds)) or "pasted output"
-    _ports_down(state, pasted, by_host, what)
-    _rates(state, pasted, by_host, what)
-    _gid_index(state, pasted, by_host, what)
+    what = "/".join(sorted(pasted.ib.kinds)) or "pasted output"
+    _ports_down(state, pasted.ib, by_host, what)
+    _rates(state, pasted.ib, by_host, what)
+    _gid_index(state, pasted.ib, by_host, what)
+
+
+def _interfaces(state: LogState, pasted: Pasted) -> None:
+    """``net-socket-ifname`` as the rule itself says it, over the interfaces ``ip`` showed."""
+    nodes = pasted.ip.facts()
+    if not nodes:
+        return
+    result = evaluate([net_socket_ifname.RULE], nodes)
+    what = "/".join(sorted(pasted.ip.kinds))
+    for f in result["findings"]:
+        hosts = [h for h in f["hosts"] if h != "pasted"]
+        value = f["env"].get("NCCL_SOCKET_IFNAME")
+        if not value:
+            continue        # "no usable interface": a paste may simply be cut before it
+        acc = _raise(state, "net-socket-ifname", f"{what}: {f['message']}", [],
+                     [pasted.ip.kinds[k] for k in sorted(pasted.ip.kinds)][:2],
+                     severity=f["severity"] if f["severity"] in ("error", "warning") else "info",
+                     cause=f["why"],
+                     fix=(f"Set NCCL_SOCKET_IFNAME={value} on every node." if value else f["fix"]))
+        _acc_hosts(acc, hosts)
 
 
 def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],

@@ -79,3 +79,44 @@ def test_garbage_and_hostile_values_stay_bounded():
         p.feed(f"mlx5_{i}  1  3  0000:0000:0000:0000:0000:ffff:0b00:0048 11.0.0.72 v2 eth0", {})
     assert p.devices()["pasted"][0]["ports"][0]["rate_gbps"] is None
     assert sum(len(d) for d in p.devices().values()) <= 256
+
+
+def test_ip_addr_paste_is_read_into_the_network_probes_shape():
+    doc = diagnose_files([str(PASTED / "ip-addr-lo-slash32-bgp.txt")])
+    (lo,) = doc["pasted"]["network_interfaces"]["pasted"]
+    assert lo["name"] == "lo" and lo["kind"] == "loopback" and lo["operstate"] == "unknown"
+    assert lo["ipv4"] == [{"address": "127.0.0.1", "prefix": 8, "subnet": "127.0.0.0/8"}]
+
+
+def test_ip_addr_with_a_user_bridge_gets_the_rules_exact_value(tmp_path):
+    """A constructed ``ip addr`` (not a corpus sample: no public NCCL thread with this shape was
+    found): a docker user-network bridge that NCCL's default would also pick. The
+    ``net-socket-ifname`` rule itself gives the value."""
+    paste = tmp_path / "ip.txt"
+    paste.write_text(
+        "root@gpu-a:~# ip addr\n"
+        "2: ens5: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9001 qdisc mq state UP group default\n"
+        "    inet 198.18.0.11/24 brd 198.18.0.255 scope global ens5\n"
+        "5: br-5f2a1c3d4e5f: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP\n"
+        "    inet 172.19.0.1/16 brd 172.19.255.255 scope global br-5f2a1c3d4e5f\n"
+        "7: veth1a2b3c4@if6: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-5f2a1c3d4e5f state UP\n")
+    doc = diagnose_files([str(paste)])
+    f = {f["id"]: f for f in doc["findings"]}["net-socket-ifname"]
+    assert f["fix"] == "Set NCCL_SOCKET_IFNAME==ens5 on every node."
+    assert "br-5f2a1c3d4e5f" in f["message"] and f["hosts"] == ["gpu-a"]
+    kinds = {i["name"]: i["kind"] for i in doc["pasted"]["network_interfaces"]["gpu-a"]}
+    assert kinds == {"ens5": "physical", "br-5f2a1c3d4e5f": "docker", "veth1a2b3c4": "veth"}
+
+
+def test_ip_brief_paste_after_its_command():
+    from ncclcheck.logparse.pasted import Pasted
+
+    pasted = Pasted()
+    for line in ("user@node7:~$ ip -br addr", "lo               UNKNOWN        127.0.0.1/8 ::1/128",
+                 "bond0            UP             10.20.0.21/24 fe80::1/64",
+                 "docker0          DOWN           172.17.0.1/16"):
+        pasted.feed(line, {})
+    ifaces = {i["name"]: i for i in pasted.ip.facts()[0]["sections"]["network"]["data"]["interfaces"]}
+    assert pasted.ip.facts()[0]["hostname"] == "node7"
+    assert ifaces["bond0"]["kind"] == "bond" and ifaces["bond0"]["ipv4"][0]["subnet"] == "10.20.0.0/24"
+    assert ifaces["bond0"]["ipv6"][0]["scope"] == "link" and ifaces["docker0"]["operstate"] == "down"
