@@ -138,6 +138,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
                 if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
                     pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
+            pasted.close()
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")
@@ -147,6 +148,9 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     doc = build_document(state, inputs)
     if pasted.kinds:
         doc["pasted"] = escape_controls(pasted.document())
+        if not doc["findings"] and not doc["summary"]["nccl_lines"]:
+            doc["summary"]["verdict"] = ("no NCCL log lines; nothing to report in the pasted "
+                                         + ", ".join(sorted(pasted.kinds)))
     return doc
 
 

@@ -2,7 +2,8 @@
 
 :class:`Pasted` hands each line that is not an NCCL line to the readers of each kind:
 :mod:`~ncclcheck.logparse.pasted_ib` (``ibstat``, ``ibstatus``, ``ibv_devinfo``, ``show_gids``)
-and :mod:`~ncclcheck.logparse.pasted_ip` (``ip addr``, ``ip -br addr``). A shell prompt
+and :mod:`~ncclcheck.logparse.pasted_ip` (``ip addr``, ``ip -br addr``) and :mod:`~ncclcheck.logparse.pasted_topo` (``nvidia-smi topo
+-m``). A shell prompt
 (``root@node2:~# ...``) names the host the output after it comes from, for all of them.
 """
 
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.logparse import pasted_ib, pasted_ip
+from ncclcheck.logparse import pasted_ib, pasted_ip, pasted_topo
 from ncclcheck.logparse.pasted_ib import PastedIb, clean
 from ncclcheck.logparse.pasted_ip import PastedIp
+from ncclcheck.logparse.pasted_topo import PastedTopo
 
 #: what the prefilter must look for (and how many lines after each to keep) for any kind.
-KEYS_FOLLOW: dict[bytes, int] = {**pasted_ib.KEYS_FOLLOW, **pasted_ip.KEYS_FOLLOW}
+KEYS_FOLLOW: dict[bytes, int] = {**pasted_ib.KEYS_FOLLOW, **pasted_ip.KEYS_FOLLOW,
+                                  **pasted_topo.KEYS_FOLLOW}
 
 
 class Pasted:
@@ -24,22 +27,30 @@ class Pasted:
     def __init__(self) -> None:
         self.ib = PastedIb()
         self.ip = PastedIp()
+        self.topo = PastedTopo()
 
     @property
     def kinds(self) -> dict[str, dict[str, Any]]:
         """command -> the first line that showed it."""
-        return {**self.ib.kinds, **self.ip.kinds}
+        return {**self.ib.kinds, **self.ip.kinds, **self.topo.kinds}
 
     def feed(self, line: str, ev: dict[str, Any]) -> None:
         """Take one decoded line (not an NCCL line)."""
         host = self.ib.host
+        if self.topo.feed(line, ev):
+            return
         if self.ib.feed(line, ev):
             return
         if self.ib.host != host:
             self.ip.set_host(self.ib.host)
+            self.topo.set_host(self.ib.host)
         text = clean(line)
         if text:
             self.ip.feed(text, ev)
+
+    def close(self) -> None:
+        """The input ended: finish what was being read."""
+        self.topo.close()
 
     def document(self) -> dict[str, Any]:
         """What the diagnosis shows under ``pasted``: the kinds and the facts read."""
@@ -49,4 +60,6 @@ class Pasted:
         if self.ip.hosts:
             out["network_interfaces"] = {f["hostname"]: f["sections"]["network"]["data"]["interfaces"]
                                          for f in self.ip.facts()}
+        if self.topo.matrices:
+            out["gpu_topology"] = [{"host": h, **t} for h, t, _ in self.topo.matrices]
         return out

@@ -5,6 +5,8 @@ the port states are named by the rules engine's own helper
 (:func:`ncclcheck.rules.cluster_ib_ports_down.port_states`), so a paste and a probe say the same.
 Findings, under the ids the rules use for the same problems:
 
+* ``ib-gdr-not-ready`` / ``gpu-p2p-unsupported`` (info): from ``nvidia-smi topo -m``, GPUs whose
+  NICs are all beyond PXB, and GPU pairs that talk over PCIe (the ACS/IOMMU advice);
 * ``net-socket-ifname``: what the rule itself recommends from pasted ``ip addr`` output (a docker
   or ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set);
 
@@ -43,6 +45,7 @@ def _acc_hosts(acc: Any, hosts: list[str]) -> None:
 def check_pasted(state: LogState, pasted: Pasted) -> None:
     """Raise the findings the pasted output shows."""
     _interfaces(state, pasted)
+    check_topology(state, pasted)
     by_host = pasted.ib.devices()
     if not by_host:
         return
@@ -169,3 +172,72 @@ def _gid_index(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[s
                          "NCCL_IB_GID_INDEX unset (each port's GID is then found separately); "
                          "older NCCL needs the same index on every port.")
     _acc_hosts(acc, list(by_host))
+
+
+#: PCIe path levels of ``nvidia-smi topo -m``, nearest first (NCCL's PATH_PIX ... PATH_SYS).
+LEVELS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+
+def _nvlinked(cell: Any) -> bool:
+    return isinstance(cell, str) and cell.startswith("NV")
+
+
+def check_topology(state: LogState, pasted: Pasted) -> None:
+    """``nvidia-smi topo -m``: GPUs whose every NIC is beyond PXB (GPUDirect RDMA off by default:
+    ``netGdrLevel = PATH_PXB`` in src/graph/paths.cc) with no NVLink to a GPU that has a near NIC
+    (PXN could route through it); GPU pairs without NVLink that talk over PCIe switches or through
+    the CPU (the PCIe ACS / IOMMU trap, NVIDIA/nccl#667, #2079)."""
+    for host, topo, ev in pasted.topo.matrices:
+        labels, matrix = topo["labels"], topo["matrix"]
+        gpus = [i for i, lb in enumerate(labels) if lb.startswith("GPU")]
+        nics = [i for i, lb in enumerate(labels) if lb.startswith("NIC")]
+        where = "" if host == "pasted" else f" on {host}"
+        nearest = {}
+        for g in gpus:
+            cells = [(LEVELS.index(matrix[g][n]), labels[n]) for n in nics
+                     if matrix[g][n] in LEVELS]
+            if cells:
+                nearest[g] = min(cells)
+        near = {g for g, (rank, _) in nearest.items() if rank <= LEVELS.index("PXB")}
+        far = [g for g, (rank, _) in nearest.items() if g not in near and not any(
+            _nvlinked(matrix[g][h]) for h in near)]
+        if far and nics:
+            names = topo.get("nics") or {}
+            parts = [f"{labels[g]}: {nearest[g][1]}"
+                     f"{' (' + names[nearest[g][1]] + ')' if names.get(nearest[g][1]) else ''} "
+                     f"via {LEVELS[nearest[g][0]]}"
+                     for g in sorted(far, key=lambda g: (nearest[g][0], g))[:4]]
+            acc = _raise(state, "ib-gdr-not-ready",
+                         f"nvidia-smi topo -m{where}: the nearest NIC is beyond PXB for "
+                         f"{len(far)} of {len(gpus)} GPUs ({'; '.join(parts)}"
+                         f"{'; ...' if len(far) > 4 else ''}): NCCL leaves GPUDirect RDMA off "
+                         "for them by default, so their network traffic is staged through host "
+                         "memory", [], [ev], severity="info",
+                         cause="NCCL enables GPUDirect RDMA only when GPU and NIC are at most PXB "
+                               "apart (NCCL_NET_GDR_LEVEL, default PXB; src/graph/paths.cc "
+                               "ncclTopoCheckGdr); through the CPU (PHB/NODE/SYS) it copies "
+                               "through host memory instead.",
+                         fix="Expected on this layout. NCCL_NET_GDR_LEVEL=PHB (or SYS) enables "
+                             "GPUDirect RDMA anyway; whether it is faster there depends on the "
+                             "CPU's PCIe peer-to-peer: measure with `ncclcheck bench --compare`.")
+            _acc_hosts(acc, [host])
+        pcie = [(labels[a], labels[b], matrix[a][b]) for k, a in enumerate(gpus) for b in gpus[k + 1:]
+                if matrix[a][b] in LEVELS]
+        if pcie:
+            switch = [p for p in pcie if p[2] in ("PIX", "PXB")]
+            cpu = [p for p in pcie if p[2] not in ("PIX", "PXB")]
+            sample = "; ".join(f"{a}-{b} {c}" for a, b, c in (switch + cpu)[:6])
+            acc = _raise(state, "gpu-p2p-unsupported",
+                         f"nvidia-smi topo -m{where}: {len(pcie)} GPU pairs have no NVLink and "
+                         f"talk over PCIe ({sample}{'; ...' if len(pcie) > 6 else ''}): "
+                         "peer-to-peer there hangs or crawls, without an NCCL error, when PCIe "
+                         "ACS or an IOMMU redirects it", [], [ev], severity="info",
+                         cause="Without NVLink, NCCL's P2P transport goes over PCIe: through "
+                               "switches (PIX/PXB) ACS on the switch ports, and through the CPU "
+                               "(PHB/NODE/SYS; used by default on AMD, not on Intel CPUs, "
+                               "src/graph/paths.cc p2pLevel) ACS on the root ports or the IOMMU, "
+                               "send it through the root complex, which can hang.",
+                         fix="If a collective hangs or is slow: confirm with NCCL_P2P_DISABLE=1; "
+                             "then disable ACS (BIOS, or `setpci -s <bridge> ECAP_ACS+6.w=0000`, "
+                             "or pci=noacs) and boot with iommu=pt / VT-d off.")
+            _acc_hosts(acc, [host])
