@@ -203,14 +203,15 @@ def check_topology(state: LogState, pasted: Pasted) -> None:
             _nvlinked(matrix[g][h]) for h in near)]
         if far and nics:
             names = topo.get("nics") or {}
-            parts = [f"{labels[g]}: {nearest[g][1]}"
-                     f"{' (' + names[nearest[g][1]] + ')' if names.get(nearest[g][1]) else ''} "
-                     f"via {LEVELS[nearest[g][0]]}"
-                     for g in sorted(far, key=lambda g: (nearest[g][0], g))[:4]]
+            groups: dict[tuple[int, str], list[str]] = {}
+            for g in far:
+                groups.setdefault(nearest[g], []).append(labels[g])
+            parts = [f"{nic}{' (' + names[nic] + ')' if names.get(nic) else ''} is {LEVELS[rank]} "
+                     f"from {', '.join(gs)}" for (rank, nic), gs in sorted(groups.items())[:4]]
             acc = _raise(state, "ib-gdr-not-ready",
                          f"nvidia-smi topo -m{where}: the nearest NIC is beyond PXB for "
                          f"{len(far)} of {len(gpus)} GPUs ({'; '.join(parts)}"
-                         f"{'; ...' if len(far) > 4 else ''}): NCCL leaves GPUDirect RDMA off "
+                         f"{'; ...' if len(groups) > 4 else ''}): NCCL leaves GPUDirect RDMA off "
                          "for them by default, so their network traffic is staged through host "
                          "memory", [], [ev], severity="info",
                          cause="NCCL enables GPUDirect RDMA only when GPU and NIC are at most PXB "
