@@ -138,6 +138,8 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
                 if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
                     pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
+                elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
+                    pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
             pasted.close()
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"

@@ -46,6 +46,7 @@ def check_pasted(state: LogState, pasted: Pasted) -> None:
     """Raise the findings the pasted output shows."""
     _interfaces(state, pasted)
     check_topology(state, pasted)
+    check_nccl_tests(state, pasted)
     by_host = pasted.ib.devices()
     if not by_host:
         return
@@ -242,3 +243,39 @@ def check_topology(state: LogState, pasted: Pasted) -> None:
                              "then disable ACS (BIOS, or `setpci -s <bridge> ECAP_ACS+6.w=0000`, "
                              "or pci=noacs) and boot with iommu=pt / VT-d off.")
             _acc_hosts(acc, [host])
+
+
+def check_nccl_tests(state: LogState, pasted: Pasted) -> None:
+    """nccl-tests tables: wrong values, and a bus bandwidth of 0 while data moved."""
+    for facts, ev in pasted.tests.tables:
+        rows = facts["rows"]
+        op = facts.get("op") or facts.get("op_from_command")
+        name = f"nccl-tests {op}" if op else "nccl-tests"
+        halves = [h for r in rows for h in (r["out_of_place"], r["in_place"]) if h]
+        wrong = sum(h.get("wrong") or 0 for h in halves)
+        oob = facts.get("out_of_bounds") or 0
+        if wrong or oob:
+            first = next((r for r in rows if any(h and h.get("wrong") for h in
+                                                 (r["out_of_place"], r["in_place"]))), None)
+            _raise(state, "log-nccl-tests-wrong",
+                   f"{name}: {max(wrong, oob)} wrong values"
+                   + (f", from {first['size_bytes']} bytes on" if first else ""), [], [ev],
+                   severity="error")
+        moved = [h for h in halves if h["algbw_gbps"] > 0]
+        ranks = facts.get("ranks") or []
+        alone = len({r["pid"] for r in ranks}) > 1 and all(r["rank"] == 0 for r in ranks)
+        zero = bool(moved) and all(h["busbw_gbps"] == 0 for h in moved) and (
+            facts.get("avg_busbw_gbps") in (None, 0))
+        if zero or alone:
+            hosts = sorted({r["host"] for r in ranks})
+            what = []
+            if zero:
+                what.append(f"busbw is 0 in every row while algbw reaches "
+                            f"{max(h['algbw_gbps'] for h in moved):g} GB/s")
+            if alone:
+                what.append(f"{len(ranks)} processes each print 'Rank 0' "
+                            f"(on {', '.join(hosts[:4])})")
+            acc = _raise(state, "log-nccl-tests-one-rank",
+                         f"{name}: {'; '.join(what)}: each process "
+                         "ran its own one-rank test", [], [ev], severity="error")
+            _acc_hosts(acc, hosts)

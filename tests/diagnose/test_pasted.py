@@ -120,3 +120,23 @@ def test_ip_brief_paste_after_its_command():
     assert pasted.ip.facts()[0]["hostname"] == "node7"
     assert ifaces["bond0"]["kind"] == "bond" and ifaces["bond0"]["ipv4"][0]["subnet"] == "10.20.0.0/24"
     assert ifaces["bond0"]["ipv6"][0]["scope"] == "link" and ifaces["docker0"]["operstate"] == "down"
+
+
+def test_nccl_tests_wrong_values_and_zero_busbw(tmp_path):
+    """Constructed from the recorded table in bench/importer.py's docstring (one rank, and a
+    '#wrong' of 3 put in by hand): not a corpus sample."""
+    table = ("# nThread 1 nGpus 1 minBytes 1048576 maxBytes 134217728 step: 2(factor) warmup iters: "
+             "10 iters: 50 agg iters: 1 validation: 1 graph: 0\n"
+             "#  Rank  0 Group  0 Pid 2994447 on        lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090\n"
+             "#       size         count      type   redop    root     time   algbw   busbw  #wrong     "
+             "time   algbw   busbw  #wrong\n"
+             "     1048576        262144     float     sum      -1  4366.46    0.24    0.00       3  "
+             "4365.21    0.24    0.00       0\n"
+             "# Out of bounds values : 3 FAILED\n"
+             "# Avg bus bandwidth    : 0\n")
+    path = tmp_path / "t.txt"
+    path.write_text(table)
+    doc = diagnose_files([str(path)])
+    found = {f["id"]: f for f in doc["findings"]}
+    assert found["log-nccl-tests-wrong"]["message"] == "nccl-tests: 3 wrong values, from 1048576 bytes on"
+    assert "busbw is 0 in every row while algbw reaches 0.24 GB/s" in found["log-nccl-tests-one-rank"]["message"]
