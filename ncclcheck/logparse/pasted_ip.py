@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 MAX_IFACES = 512
 #: the byte strings the prefilter must look for, and how many lines after each it must keep.
-KEYS_FOLLOW = {b"> mtu ": 8, b"ip -br": 64, b"ip -brief": 64, b"# ip ": 0, b"$ ip ": 0}  # + prompts
+KEYS_FOLLOW = {b"> mtu ": 8, b"ip -br": 64, b"# ip ": 0, b"$ ip ": 0}  # ip -br(ief), prompts
 
 _HEAD = re.compile(r"^\d{1,6}:\s+(?P<name>[\w.\-:]{1,32}?)(?:@(?P<peer>[\w.\-]+))?:\s+<(?P<flags>[A-Z_,\-]*)>"
                    r"(?P<rest>.*)$")

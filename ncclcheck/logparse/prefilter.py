@@ -77,7 +77,9 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
     for key in keys:
         i = find(key, 0, end)
         more = follow.get(key, 0)
+        hits = 0
         while i >= 0:
+            hits += 1
             s = buf.rfind(b"\n", 0, i) + 1
             e = buf.find(b"\n", i, end)
             if e < 0:
@@ -92,7 +94,8 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
                 ne = end if ne < 0 else ne
                 spans[pos + 1] = ne
                 pos, n = ne, n - 1
-            i = find(key, e + 1, end)
+            # memmem wins on long gaps, bytes.find on dense hits (no ctypes call per line)
+            i = find(key, e + 1, end) if hits < 8 else buf.find(key, e + 1, end)
     return spans, pending
 
 
