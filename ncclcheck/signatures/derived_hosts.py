@@ -102,17 +102,22 @@ def check_version_hints(state: LogState) -> None:
         return
     known: dict[str, set[str]] = defaultdict(set)
     hinted: dict[str, tuple[Proc, tuple[tuple[int, int], tuple[int, int]]]] = {}
+    known_hints = set()
     for p in state.procs.values():
         host = p.host or p.node
         if not host:
             continue
         if p.nccl_version:
             known[host].add(p.nccl_version)
+            if p.version_hint:
+                if version_in(p.nccl_version, p.version_hint) is False:
+                    return          # the log contradicts the table (a patched or mixed build)
+                known_hints.add(p.version_hint)
         elif p.version_hint and host not in hinted:
             hinted[host] = (p, p.version_hint)
     clashes = []
     for host, (p, rng) in sorted(hinted.items()):
-        if host in known:
+        if host in known or rng in known_hints:   # same wording as a host whose version shows
             continue
         others = sorted({v for h, vs in known.items() if h != host for v in vs
                          if version_in(v, rng) is False})

@@ -390,17 +390,17 @@ def test_libibverbs_missing_says_what_the_socket_fallback_costs():
 
 def test_a_host_without_a_version_line_is_dated_by_its_plugin_loader_message():
     """Issue 13 (across hosts): node-b prints no version, but its 'No plugin found (...), using
-    internal implementation' only exists in NCCL 2.5-2.16, while node-a runs 2.21.5."""
+    internal implementation' only exists in NCCL 2.5-2.16, while node-a runs 2.23.4."""
     doc = diagnose_lines(
         "node-a:1:1 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. "
         "Using internal network plugin.",
-        "node-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node-a:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.4",
         "node-b:2:2 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal "
         "implementation",
         "node-b:2:2 [0] NCCL INFO Using network IB")
     f = by_id(doc, "cluster-nccl-version-mismatch")
     assert f["message"].startswith("node-b prints no NCCL version, but its plugin-loader message "
-                                   "exists only in NCCL 2.5-2.16, while the log shows NCCL 2.21.5")
+                                   "exists only in NCCL 2.5-2.16, while the log shows NCCL 2.23.4")
     same = diagnose_lines(
         "node-a:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
         "node-b:2:2 [0] NCCL INFO NET/Plugin: Plugin load returned 2 : libnccl-net.so: cannot open "
@@ -416,3 +416,13 @@ def test_two_hosts_whose_plugin_messages_cannot_be_the_same_version():
         "node-b:2:2 [0] NCCL INFO NET/Plugin : No plugin found, using internal implementation")
     f = by_id(doc, "cluster-nccl-version-mismatch")
     assert "2.17-2.18" in f["message"] and "2.19-2.20" in f["message"]
+
+
+def test_plugin_wording_that_contradicts_a_printed_version_disables_the_dating():
+    """A host printing 2.20.5 with the 2.22-2.25 wording (a patched build, or a synthesised log):
+    the table does not hold for this log, so a host without a version line is not dated by it."""
+    doc = diagnose_lines(
+        "node-a:1:1 [0] NCCL INFO NCCL version 2.20.5+cuda12.4",
+        "node-a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
+        "node-b:2:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.")
+    assert "cluster-nccl-version-mismatch" not in ids(doc)
