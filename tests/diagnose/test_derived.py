@@ -426,3 +426,15 @@ def test_plugin_wording_that_contradicts_a_printed_version_disables_the_dating()
         "node-a:1:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.",
         "node-b:2:2 [0] NCCL INFO NET/Plugin: Could not find: libnccl-net.so. Using internal network plugin.")
     assert "cluster-nccl-version-mismatch" not in ids(doc)
+
+
+def test_real_log_libibverbs_missing_names_the_socket_cost():
+    """horovod#789 (real): libibverbs missing between two containers; the finding says what the
+    Socket fallback costs, on the interfaces NCCL printed."""
+    from pathlib import Path
+
+    from ncclcheck.diagnose import diagnose_files
+    log = Path(__file__).parents[1] / "fixtures/logs/wrong-interface-lo-ibverbs-missing-docker.log"
+    f = by_id(diagnose_files([str(log)]), "nccl-ibverbs-unloadable")
+    assert "over TCP sockets on lo, eth0" in f["message"]
+    assert "fraction of the bandwidth RDMA would get" in f["message"]
