@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netn
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 RATE_GBPS = 400e6 / 8 / 1e9  # the links' 400 Mbit/s in GB/s
 SMALL = ["-e", "4M", "-w", "2", "-n", "5", "--timeout", "60"]
-#: torch warnings that issue 10 (bench/worker.py) removes; every other warning line fails.
-KNOWN = re.compile(r"all_gather_into_tensor|return func\(\*args")
 
 
 def run(argv, env, timeout=120, cwd=None):
@@ -60,7 +58,7 @@ def no_leftovers(c, wait=10.0) -> list[str]:
 
 def warning_lines(stderr: str) -> list[str]:
     return [ln for ln in stderr.splitlines()
-            if re.search(r"Warning|^\[W|^  \S", ln) and not KNOWN.search(ln)]
+            if re.search(r"Warning|^\[W|^  \S", ln)]
 
 
 def test_srun_bench_with_no_flags_resolves_the_node_through_slurm(slurm_cluster):

@@ -158,8 +158,31 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     os.makedirs(log_dir, exist_ok=True)
     os.environ.update(opts.candidate_env)
     os.environ.update(nccl_debug_env(dict(os.environ), log_dir))
-    # c10d's C++ warnings (a peer whose name does not reverse-resolve, ...) are noise here
-    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    from ncclcheck.bench.rankio import library_output_to
+
+    where = f"rank {ident['rank']} on {socket.gethostname()}"
+    kept = f" [rank logs kept in {log_dir}]"
+    try:
+        with library_output_to(os.path.join(log_dir, f"rank.{ident['rank']}.stderr")):
+            doc = _run_this_rank(opts, ident, progress)
+    except NcclcheckError as exc:
+        raise NcclcheckError(f"{where}: {exc}{kept}") from None
+    except Exception as exc:  # noqa: BLE001 - a collective or rendezvous failure: one line
+        from ncclcheck.bench.worker import one_line
+
+        raise NcclcheckError(f"{where}: {one_line(exc)}{kept}") from None
+    finally:
+        progress.stop()
+    if made_log_dir:  # success: the rank read its log already
+        shutil.rmtree(log_dir, ignore_errors=True)
+    if doc is not None:
+        doc["launch"] = {"mode": launcher, "master_addr": ident["master_addr"],
+                         "master_port": ident["master_port"]}
+    return doc
+
+
+def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress) -> dict | None:
+    """Import torch and run the sweep as this rank (library output already goes to its log)."""
     from ncclcheck.bench import worker
 
     backend = opts.backend
@@ -173,20 +196,9 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
             progress.update(event["done"], event["row"])
 
     try:
-        doc = worker.run_rank(opts.worker_spec(backend), ident, emit)
+        return worker.run_rank(opts.worker_spec(backend), ident, emit)
     except worker.RankFailure as exc:
-        raise NcclcheckError(f"rank {ident['rank']} on {socket.gethostname()}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a collective or rendezvous failure: one line
-        raise NcclcheckError(f"rank {ident['rank']} on {socket.gethostname()}: "
-                             f"{worker.one_line(exc)} (NCCL logs in {log_dir})") from None
-    finally:
-        progress.stop()
-    if made_log_dir:  # success: the rank read its log already
-        shutil.rmtree(log_dir, ignore_errors=True)
-    if doc is not None:
-        doc["launch"] = {"mode": launcher, "master_addr": ident["master_addr"],
-                         "master_port": ident["master_port"]}
-    return doc
+        raise NcclcheckError(str(exc)) from None
 
 
 # -- planning -----------------------------------------------------------------------------------

@@ -146,6 +146,7 @@ def open_source(path: str, stdin: Optional[BinaryIO] = None) -> Source:
     >>> with open_source(f.name) as src:
     ...     src.stats.gzip, src.stream.read()
     (True, b'x\\n')
+    >>> import os; os.unlink(f.name)
     """
     stats = InputStats(name="<stdin>" if path == "-" else shown(path))
     if path == "-":
