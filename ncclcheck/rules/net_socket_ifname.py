@@ -334,10 +334,10 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     if unwanted:
         sample = "; ".join(f"{h}: {', '.join(v)}" for h, v in list(unwanted.items())[:4])
         default_note = f"; left unset, NCCL would also use {sample}"
-    dup = "; ".join(f"{h}: {', '.join(v)}" for h, v in list(sel.duplicates.items())[:4])
+    dup = ", ".join(f"{h}'s {', '.join(v)}" for h, v in list(sel.duplicates.items())[:4])
     if dup:
-        default_note += (f" (same subnet as the interface every node uses, so NCCL could bind "
-                         f"either: left out, and the list is exact with '=' ({dup}))")
+        default_note += (f"; {dup} shares a subnet with the interface every node uses (NCCL "
+                         "could bind either): the exact '=' list leaves it out")
     others = {h: [n for n in v if n not in sel.duplicates.get(h, [])] for h, v in unwanted.items()}
     # a same-subnet duplicate alone is net-same-subnet-nics' warning, on its node: INFO here
     severity = Severity.WARNING if (any(others.values()) or sel.fallback or sel.per_host) else None

@@ -73,7 +73,7 @@ def test_a_duplicate_in_the_peer_subnet_is_pinned_out_exactly():
     [finding] = run(nodes)
     # '=eth0': exact, the interface both nodes use; never eth9, never the excluding '^' form
     assert finding["env"] == {"NCCL_SOCKET_IFNAME": "=eth0"}
-    assert "n2: eth9" in finding["message"] and finding["severity"] == "info"
+    assert "n2's eth9 shares a subnet" in finding["message"] and finding["severity"] == "info"
     assert net_socket_ifname.select(nodes).duplicates == {"n2": ["eth9"]}
 
 
