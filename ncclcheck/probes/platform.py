@@ -61,8 +61,8 @@ def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
     ConnectX-6 and two GPUs with ACS on, from ROCm/rccl#547 (plain ``lspci -vvv``, no domain:
     0000 is assumed; the poster cut lines with ``....``):
 
-    >>> text = ("40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge "
-    ...         "(prog-if 00 [Normal decode])\\n....\\n\\tNUMA node: 1\\n....\\n"
+    >>> text = ("40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP "
+    ...         "Bridge (prog-if 00 [Normal decode])\\n....\\n\\tNUMA node: 1\\n....\\n"
     ...         "\\tCapabilities: [2a0 v1] Access Control Services\\n"
     ...         "\\t\\tACSCap:\\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ "
     ...         "EgressCtrl- DirectTrans+\\n"
@@ -100,10 +100,11 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
     >>> parse_fabric(stuck)
     [{'pci_bus_id': None, 'state': 'In Progress', 'status': None}]
 
-    A GPU registered but refused, from Azure/azhpc-images#506, and the header nvidia-smi puts
-    above each GPU's block (the lines between cut here):
+    A GPU registered but refused, from Azure/azhpc-images#506 (which quotes the block alone; the
+    ``GPU <bus id>`` header line nvidia-smi prints above each GPU's section is added here, in
+    nvidia-smi's form, to show that the bus id is taken from it):
 
-    >>> parse_fabric("GPU 00000000:18:00.0\\n    Product Name : NVIDIA H100 80GB HBM3\\n"
+    >>> parse_fabric("GPU 00000000:18:00.0\\n"
     ...              "Fabric\\n    State                             : Completed\\n"
     ...              "    Status                            : Insufficient Resources\\n"
     ...              "    CliqueId                          : 0\\n")
@@ -111,7 +112,8 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
 
     A PCIe GPU (no fabric), and text without the section:
 
-    >>> parse_fabric("GPU 00000000:01:00.0\\n    Fabric\\n        State : N/A\\n        Status : N/A\\n")
+    >>> parse_fabric("GPU 00000000:01:00.0\\n    Fabric\\n        State : N/A\\n"
+    ...              "        Status : N/A\\n")
     [{'pci_bus_id': '0000:01:00.0', 'state': None, 'status': None}]
     >>> parse_fabric("No devices were found"), parse_fabric(None)
     ([], [])
