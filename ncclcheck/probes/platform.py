@@ -7,9 +7,11 @@
 * ``acs``: the bridges above each GPU and NIC (from the ``/sys/bus/pci/devices/<bdf>`` link) with
   their ``ACSCtl`` line of ``lspci -D -vvv`` (needs root to show capabilities; run only where
   there is an NVIDIA GPU). ``acs_readable`` is False when lspci printed no capability at all;
-* ``fabric``: per GPU, ``fabric.state`` / ``fabric.status`` of ``nvidia-smi --query-gpu``
-  (Not Started, In Progress, Completed; N/A without an NVSwitch fabric), and whether the
-  ``nvidia-fabricmanager`` service is active (``systemctl is-active``; None without systemd).
+* ``fabric``: per GPU, the ``Fabric`` section of ``nvidia-smi -q`` (State: Not Started, In
+  Progress, Completed; Status: Success or an error such as Insufficient Resources; N/A without
+  an NVSwitch fabric; older drivers have no csv field for it, every driver since R525 prints
+  the section), and whether the ``nvidia-fabricmanager`` service is active
+  (``systemctl is-active``; None without systemd).
 
 Shell equivalent: ``cat /proc/cmdline; lspci -vvv | grep ACSCtl; nvidia-smi -q | grep -A2 Fabric``.
 """
@@ -25,11 +27,12 @@ from ncclcheck.probes.network import parse_pci_address
 #: PCI classes probed: 3D/VGA controllers (GPUs), Ethernet and InfiniBand controllers (NICs).
 GPU_CLASSES, NIC_CLASSES = ("0x0302", "0x0300"), ("0x0200", "0x0207")
 NVIDIA = "0x10de"
-_BDF = re.compile(r"^([0-9a-fA-F]{4,}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s")
+_BDF = re.compile(r"^((?:[0-9a-fA-F]{4,}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s")
 _FLAG = re.compile(r"(\w+)([+-])")
 IOMMU_OPTIONS = ("iommu", "intel_iommu", "amd_iommu", "iommu.passthrough")
-FABRIC_QUERY = ["nvidia-smi", "--query-gpu=pci.bus_id,fabric.state,fabric.status",
-                "--format=csv,noheader"]
+FABRIC_QUERY = ["nvidia-smi", "-q"]
+_SMI_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_NA = ("N/A", "Not Supported", "")
 
 
 def parse_cmdline_iommu(text: Optional[str]) -> dict[str, str]:
@@ -54,20 +57,20 @@ def parse_cmdline_iommu(text: Optional[str]) -> dict[str, str]:
 def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
     """``lspci -D -vvv`` -> ``{bdf: {"SrcValid": True, "ReqRedir": False, ...}}`` from ACSCtl.
 
-    Sample: a PCIe switch port above a GPU with ACS on, in lspci's format (the ACSCtl line NCCL's
-    troubleshooting page tells users to look for, as reported in NVIDIA/nccl#199; other lines
-    cut; not captured by us from a live machine):
+    Recorded real output (tests/fixtures/platform/SOURCES.md): an AMD GPP bridge above a
+    ConnectX-6 and two GPUs with ACS on, from ROCm/rccl#547 (plain ``lspci -vvv``, no domain:
+    0000 is assumed; the poster cut lines with ``....``):
 
-    >>> text = ("0000:16:00.0 PCI bridge: PLX Technology, Inc. PEX 8747 48-Lane (rev ca)\\n"
-    ...         "\\tCapabilities: [f24 v1] Access Control Services\\n"
+    >>> text = ("40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP "
+    ...         "Bridge (prog-if 00 [Normal decode])\\n....\\n\\tNUMA node: 1\\n....\\n"
+    ...         "\\tCapabilities: [2a0 v1] Access Control Services\\n"
     ...         "\\t\\tACSCap:\\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ "
-    ...         "EgressCtrl+ DirectTrans+\\n"
+    ...         "EgressCtrl- DirectTrans+\\n"
     ...         "\\t\\tACSCtl:\\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ "
-    ...         "EgressCtrl- DirectTrans-\\n\\n"
-    ...         "0000:17:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)\\n")
+    ...         "EgressCtrl- DirectTrans-\\n....\\n")
     >>> acs = parse_lspci_acs(text)
-    >>> sorted(acs), acs["0000:16:00.0"]["ReqRedir"], acs["0000:16:00.0"]["TransBlk"]
-    (['0000:16:00.0'], True, False)
+    >>> sorted(acs), acs["0000:40:01.1"]["ReqRedir"], acs["0000:40:01.1"]["TransBlk"]
+    (['0000:40:01.1'], True, False)
     >>> parse_lspci_acs(None), parse_lspci_acs("garbage")
     ({}, {})
     """
@@ -77,6 +80,7 @@ def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
         head = _BDF.match(line)
         if head:
             device = head.group(1).lower()
+            device = device if device.count(":") == 2 else "0000:" + device
             continue
         if device and line.strip().startswith("ACSCtl:"):
             out[device] = {k: v == "+" for k, v in _FLAG.findall(line.split(":", 1)[1])}
@@ -84,29 +88,59 @@ def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
 
 
 def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
-    """``nvidia-smi --query-gpu=pci.bus_id,fabric.state,fabric.status --format=csv,noheader``.
+    """The ``Fabric`` section of each GPU in ``nvidia-smi -q``: ``[{pci_bus_id, state, status}]``.
 
-    Samples in nvidia-smi's csv format (states as NVML names them: Not Started, In Progress,
-    Completed; ``[N/A]`` where a GPU has no fabric); an HGX GPU waiting for a stopped fabric
-    manager, one that joined, and a PCIe GPU:
+    Recorded real outputs (tests/fixtures/platform/SOURCES.md). A GPU waiting for the fabric
+    manager, from NVIDIA/gpu-operator#2511 (driver 580.159.04, GPU header cut by the poster):
 
-    >>> parse_fabric("00000000:18:00.0, In Progress, N/A\\n00000000:2A:00.0, Completed, Success\\n")
-    [{'pci_bus_id': '0000:18:00.0', 'state': 'In Progress', 'status': None}, \
-{'pci_bus_id': '0000:2a:00.0', 'state': 'Completed', 'status': 'Success'}]
-    >>> parse_fabric("00000000:01:00.0, [N/A], [N/A]\\n")
+    >>> stuck = ("    Fabric\\n"
+    ...          "        State                                          : In Progress\\n"
+    ...          "        Status                                         : N/A\\n"
+    ...          "        CliqueId                                       : N/A\\n")
+    >>> parse_fabric(stuck)
+    [{'pci_bus_id': None, 'state': 'In Progress', 'status': None}]
+
+    A GPU registered but refused, from Azure/azhpc-images#506 (which quotes the block alone; the
+    ``GPU <bus id>`` header line nvidia-smi prints above each GPU's section is added here, in
+    nvidia-smi's form, to show that the bus id is taken from it):
+
+    >>> parse_fabric("GPU 00000000:18:00.0\\n"
+    ...              "Fabric\\n    State                             : Completed\\n"
+    ...              "    Status                            : Insufficient Resources\\n"
+    ...              "    CliqueId                          : 0\\n")
+    [{'pci_bus_id': '0000:18:00.0', 'state': 'Completed', 'status': 'Insufficient Resources'}]
+
+    A PCIe GPU (no fabric), and text without the section:
+
+    >>> parse_fabric("GPU 00000000:01:00.0\\n    Fabric\\n        State : N/A\\n"
+    ...              "        Status : N/A\\n")
     [{'pci_bus_id': '0000:01:00.0', 'state': None, 'status': None}]
-    >>> parse_fabric('Field "fabric.state" is not a valid field to query.'), parse_fabric(None)
+    >>> parse_fabric("No devices were found"), parse_fabric(None)
     ([], [])
     """
-    out = []
+    out: list[dict[str, Optional[str]]] = []
+    bdf: Optional[str] = None
+    block: Optional[dict[str, Optional[str]]] = None
+    depth = 0
     for line in (text or "").splitlines():
-        fields = [f.strip() for f in line.split(",")]
-        if len(fields) != 3 or not re.match(r"^[0-9A-Fa-f]{4,}:", fields[0]):
+        head = _SMI_GPU.match(line.strip())
+        if head:
+            bdf, block = head.group(1).lower()[-12:], None  # 00000000:18:00.0 -> 0000:18:00.0
             continue
-        bdf = fields[0].lower()
-        bdf = bdf[-12:] if len(bdf) > 12 else bdf  # 00000000:18:00.0 -> 0000:18:00.0
-        value = [None if f.strip("[]") in ("N/A", "Not Supported", "") else f for f in fields[1:]]
-        out.append({"pci_bus_id": bdf, "state": value[0], "status": value[1]})
+        indent = len(line) - len(line.lstrip())
+        if line.strip() == "Fabric":
+            block, depth = {"pci_bus_id": bdf, "state": None, "status": None}, indent
+            out.append(block)
+            continue
+        if block is None or not line.strip():
+            continue
+        if indent <= depth:
+            block = None
+            continue
+        key, _, value = line.partition(":")
+        if key.strip() in ("State", "Status"):
+            value = value.strip()
+            block[key.strip().lower()] = None if value.strip("[]") in _NA else value
     return out
 
 

@@ -69,6 +69,7 @@ def check(facts: dict[str, Any]) -> list[Finding]:
         metrics = [r.get("metric") for r in same]
         if arp_pinned and len(set(metrics)) == len(metrics) > 1:
             continue
+        keep = next((r["interface"] for r in same if r.get("interface") in names), names[0])
         shown = "; ".join(f"{subnet} dev {r['interface']} metric {r.get('metric')}" for r in same)
         findings.append(Finding(
             message=(f"{', '.join(names[:-1])} and {names[-1]} share {subnet}"
@@ -77,8 +78,10 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                        "the one NCCL chose, in an order that differs between nodes"),
             fix=(f"Give each interface its own subnet (narrower masks), or keep one: set "
                  f"net.ipv4.conf.all.arp_ignore=1 and arp_announce=2, give the routes distinct "
-                 f"metrics (or policy routing per source address), and select one interface with "
-                 f"NCCL_SOCKET_IFNAME={names[0]} (and NCCL_IB_HCA for RDMA)"),
+                 f"metrics (or policy routing per source address), and select one interface "
+                 f"exactly with NCCL_SOCKET_IFNAME=={keep} (the '=' stops {keep} from also "
+                 f"matching names it prefixes; recommend's env file pins the interface every "
+                 f"node shares) and NCCL_IB_HCA for RDMA"),
             evidence={"network.interfaces": names, "netpath.routes": same,
                       "netpath.sysctl.arp_ignore/arp_announce": arp},
         ))

@@ -18,6 +18,12 @@ equally fast, or their speed is unknown, all of them are listed and, when socket
 (``evidence["candidates"]``), so that ``ncclcheck bench --compare`` can decide; a run of the
 whole list, when one is given, is weighed too.
 
+When a node has two or more interfaces in a chosen subnet (a duplicate NIC in the peers'
+subnet), only one of them is kept: the name that every node has in that subnet (``eth0`` on
+all nodes, not node2's extra ``eth9``), else the interface of the node's first route to the
+subnet (the one the kernel sends by). Left unset, NCCL binds to either and the kernel may send
+and answer by the other (net-same-subnet-nics); the interface every node uses is never dropped.
+
 The rule stays quiet when NCCL's default already picks exactly these interfaces on every node
 (one NIC per node, say): pinning would only make the file fragile.
 """
@@ -55,6 +61,7 @@ class Selection:
     data_path: bool = True                                 #: sockets carry the data (no IB/plugin)
     fallback: bool = False                                 #: default-route interfaces, no shared subnet
     defaults: dict[str, list[str]] = field(default_factory=dict)  #: NCCL's own pick per host
+    duplicates: dict[str, list[str]] = field(default_factory=dict)  #: host -> same-subnet extras
 
 
 def is_up(iface: dict[str, Any]) -> bool:
@@ -161,6 +168,39 @@ def _names_for(sel: Selection, subnets: list[str]) -> dict[str, list[str]]:
             for h in sel.hosts}
 
 
+def one_per_subnet(names: dict[str, dict[str, list[str]]],
+                   routes: dict[str, list[dict[str, Any]]]) -> dict[str, list[str]]:
+    """``{host: [extra interface, ...]}`` to drop where a host has several in one subnet.
+
+    ``names`` is ``{subnet: {host: [ifname, ...]}}``. Kept: the names every host has in that
+    subnet; failing that, the interface of the host's first route to the subnet (the kernel's
+    choice); failing that, nothing is dropped (no way to tell).
+
+    >>> names = {"198.18.0.0/24": {"node1": ["eth0"], "node2": ["eth0", "eth9"]}}
+    >>> one_per_subnet(names, {})
+    {'node2': ['eth9']}
+    >>> names = {"198.18.0.0/24": {"node1": ["ens1"], "node2": ["ens2", "ens3"]}}
+    >>> one_per_subnet(names, {"node2": [{"destination": "198.18.0.0/24", "interface": "ens3"}]})
+    {'node2': ['ens2']}
+    >>> one_per_subnet(names, {})
+    {}
+    """
+    drop: dict[str, list[str]] = defaultdict(list)
+    for subnet, where in names.items():
+        common = set.intersection(*(set(v) for v in where.values())) if where else set()
+        for host, mine in where.items():
+            if len(mine) < 2:
+                continue
+            keep = [n for n in mine if n in common]
+            if not keep:
+                first = next((r.get("interface") for r in routes.get(host) or []
+                              if r.get("destination") == subnet and r.get("interface") in mine),
+                             None)
+                keep = [first] if first else list(mine)
+            drop[host].extend(n for n in mine if n not in keep and n not in drop[host])
+    return {h: v for h, v in drop.items() if v}
+
+
 def _one_value(names: dict[str, list[str]], all_names: dict[str, set[str]]) -> str | None:
     """One value for every node, or None when the union would catch an unwanted interface."""
     distinct = {tuple(v) for v in names.values()}
@@ -241,6 +281,14 @@ def _select(nodes: list[dict[str, Any]]) -> Selection:
     best = max(known.values(), default=None)
     top = [s for s in shared if sel.speeds[s] is None or sel.speeds[s] == best]
     sel.chosen = top
+    sel.duplicates = one_per_subnet(
+        {s: {h: sorted(v, key=natural) for h, v in by_subnet[s].items()} for s in top},
+        {h: fact(n, "netpath.routes", []) for n, h in zip(nodes, hosts)})
+    for host, extra in sel.duplicates.items():
+        for name in extra:
+            sel.rejected[host][name] = (f"{name} shares a subnet with an interface every node "
+                                        "uses: NCCL could bind either")
+            sel.usable[host].pop(name, None)
     sel.names = _names_for(sel, top)
     sel.value = _one_value(sel.names, all_names)
     if sel.value is None:
@@ -286,7 +334,13 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     if unwanted:
         sample = "; ".join(f"{h}: {', '.join(v)}" for h, v in list(unwanted.items())[:4])
         default_note = f"; left unset, NCCL would also use {sample}"
-    severity = Severity.WARNING if (unwanted or sel.fallback or sel.per_host) else None
+    dup = ", ".join(f"{h}'s {', '.join(v)}" for h, v in list(sel.duplicates.items())[:4])
+    if dup:
+        default_note += (f"; {dup} shares a subnet with the interface every node uses (NCCL "
+                         "could bind either): the exact '=' list leaves it out")
+    others = {h: [n for n in v if n not in sel.duplicates.get(h, [])] for h, v in unwanted.items()}
+    # a same-subnet duplicate alone is net-same-subnet-nics' warning, on its node: INFO here
+    severity = Severity.WARNING if (any(others.values()) or sel.fallback or sel.per_host) else None
     if sel.tie:
         evidence["candidates"] = {VAR: list(sel.tie)}
     tie_note = ""

@@ -35,8 +35,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
         parts.append(f"the nvidia-fabricmanager service is {fm}")
     if bad:
         parts.append(f"{len(bad)} of {len(fabric)} GPUs are not registered with the fabric ("
-                     + ", ".join(f"{f['pci_bus_id']} {f['state']}/{f.get('status') or 'N/A'}"
-                                 for f in bad[:4]) + ")")
+                     + ", ".join(f"{f.get('pci_bus_id') or 'GPU'} {f['state']}/"
+                                 f"{f.get('status') or 'N/A'}" for f in bad[:4]) + ")")
     return [Finding(
         message=("on this NVSwitch system " + " and ".join(parts) + ": CUDA fails with "
                  "'system not yet initialized' and NCCL's NVLink/NVLS paths fail or hang"),

@@ -53,3 +53,40 @@ def test_container_bridges_stay_out():
              for i in (1, 2)]
     [finding] = run(nodes)
     assert finding["severity"] == "error" and finding["env"] == {}
+
+
+# -- a second interface in the peers' subnet on one node (the netns fleet's planted fault) --------
+
+def route(dev, dest="198.18.0.0/24"):
+    return {"interface": dev, "destination": dest, "gateway": None, "metric": 0}
+
+
+def with_routes(doc, *routes):
+    doc["sections"]["netpath"] = {"status": "ok", "data": {"routes": list(routes)}}
+    return doc
+
+
+def test_a_duplicate_in_the_peer_subnet_is_pinned_out_exactly():
+    nodes = [node(1, fx.iface("eth0", addr="198.18.0.2", default=True)),
+             node(2, fx.iface("eth0", addr="198.18.0.3", default=True),
+                  fx.iface("eth9", addr="198.18.0.246"))]
+    [finding] = run(nodes)
+    # '=eth0': exact, the interface both nodes use; never eth9, never the excluding '^' form
+    assert finding["env"] == {"NCCL_SOCKET_IFNAME": "=eth0"}
+    assert "n2's eth9 shares a subnet" in finding["message"] and finding["severity"] == "info"
+    assert net_socket_ifname.select(nodes).duplicates == {"n2": ["eth9"]}
+
+
+def test_without_a_shared_name_the_first_route_decides():
+    nodes = [with_routes(node(1, fx.iface("ens1", addr="198.18.0.2", default=True)),
+                         route("ens1")),
+             with_routes(node(2, fx.iface("ens2", addr="198.18.0.3"),
+                              fx.iface("ens3", addr="198.18.0.4", default=True)),
+                         route("ens3"), route("ens2"))]
+    [finding] = run(nodes)
+    assert finding["env"] == {"NCCL_SOCKET_IFNAME": "=ens1,ens3"}
+
+
+def test_one_interface_per_node_in_the_subnet_sets_nothing():
+    nodes = [node(i, fx.iface("eth0", addr=f"198.18.0.{i + 1}", default=True)) for i in (1, 2)]
+    assert run(nodes) == []

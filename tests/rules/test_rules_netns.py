@@ -77,7 +77,7 @@ def test_healthy_then_planted_faults_each_on_its_node(fleet, tmp_path):
     assert f"-s {subnet}" in firewall["fix"]
     same = rules["node2"]["net-same-subnet-nics"]
     assert same["message"].startswith(f"eth0 and eth9 share {subnet}")
-    assert "arp_ignore=1" in same["fix"] and "NCCL_SOCKET_IFNAME=eth0" in same["fix"]
+    assert "arp_ignore=1" in same["fix"] and "NCCL_SOCKET_IFNAME==eth0" in same["fix"]
     assert "rp_filter=2" in rules["node2"]["net-rp-filter-strict"]["fix"]
 
     # only the system can fix these: recommend's env file names each one, on its node
@@ -89,6 +89,12 @@ def test_healthy_then_planted_faults_each_on_its_node(fleet, tmp_path):
                  "# WARNING net-rp-filter-strict on node2:",
                  "# WARNING net-same-subnet-nics on node2:"):
         assert note in env.stdout, env.stdout
+    # and pins NCCL to the interface both nodes use, exactly: eth9 (node2 only) stays out
+    assert "NCCL_SOCKET_IFNAME==eth0" in env.stdout.splitlines(), env.stdout
+    sourced = subprocess.run(["bash", "-c", 'set -eu; source /dev/stdin; '
+                              'printf %s "$NCCL_SOCKET_IFNAME"'], input=env.stdout,
+                             capture_output=True, text=True, timeout=10)
+    assert sourced.returncode == 0 and sourced.stdout == "=eth0", sourced
 
     # the hostname mapped to loopback, as Debian writes it, seen through the rooted reader
     hosts = Path("/etc/netns") / c.node("node2").ns / "hosts"
