@@ -216,7 +216,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     verify = None
     if req.verify:
         progress.note("verifying the env file with libnccl")
-        verify = verify_env(final, nodes, req)
+        verify = verify_env(final, nodes, req, max(10.0, clock.budget_s - clock.used()))
     doc = tune_document(req, rec, nodes, backend, transport, stage1 + stage2, rounds, decision,
                         winner, final, clock, verify)
     return doc, final, text
@@ -229,7 +229,8 @@ def render_env(final: dict[str, Any], fmt: str) -> str:
     return render_output(final, fmt)
 
 
-def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequest) -> dict[str, Any]:
+def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequest,
+               timeout: float) -> dict[str, Any]:
     """Verify the env form of the result on a node (:mod:`ncclcheck.tune.verify_remote`)."""
     from ncclcheck.tune.verify_remote import verify_on_nodes
 
@@ -241,4 +242,4 @@ def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequ
         target = load_hostfile(req.hostfile, req.nodes)[0]
         ssh = SSH(ssh_config=req.ssh_config, connect_timeout=req.connect_timeout,
                   remote_python=req.remote_python)
-    return verify_on_nodes(render_env(final, "env"), nodes, req.nccl_lib, target, ssh)
+    return verify_on_nodes(render_env(final, "env"), nodes, req.nccl_lib, target, ssh, timeout)

@@ -47,7 +47,8 @@ def parse_answer(stdout: str) -> dict[str, Any] | None:
 
 
 def verify_on_nodes(env_text: str, nodes: list[dict[str, Any]], nccl_lib: str | None,
-                    target: Any = None, ssh: Any = None) -> dict[str, Any]:
+                    target: Any = None, ssh: Any = None,
+                    timeout: float = VERIFY_TIMEOUT_S + 15) -> dict[str, Any]:
     """Here when this machine is a node (its facts pick the libnccl); else on ``target`` over
     ``ssh``; else here, saying that the check ran off the nodes."""
     here = socket.gethostname()
@@ -61,7 +62,7 @@ def verify_on_nodes(env_text: str, nodes: list[dict[str, Any]], nccl_lib: str | 
     argv = [ssh.remote_python, "-m", "ncclcheck.tune.verify_remote"]
     if nccl_lib:
         argv += ["--nccl-lib", nccl_lib]
-    res = ssh.run(target, argv, VERIFY_TIMEOUT_S + 15, input=env_text)
+    res = ssh.run(target, argv, min(timeout, VERIFY_TIMEOUT_S + 15), input=env_text)
     answer = parse_answer(res.stdout or "")
     if answer is None:
         return {"ok": False, "where": target.label, "library": nccl_lib, "bootstrap": None,
