@@ -25,6 +25,9 @@ class LineProgress:
     def note(self, text: str) -> None:  # noqa: D102
         self.console.print(f"tune: {text}", markup=False, highlight=False, soft_wrap=True)
 
+    def running(self, text: str) -> None:  # noqa: D102
+        pass  # the run's line comes when it is done
+
     def run_done(self, cand: dict[str, Any], run: dict[str, Any]) -> None:  # noqa: D102
         self.done += 1
         self.console.print(f"tune: [{self.done}/{self.total}] {_figure(cand, run)}",
@@ -60,6 +63,9 @@ class RichProgress(LineProgress):
             super().note(text)
         else:
             self._bar.update(self._task, what=text)
+
+    def running(self, text: str) -> None:  # noqa: D102
+        self.note(text)
 
     def run_done(self, cand: dict[str, Any], run: dict[str, Any]) -> None:  # noqa: D102
         self.done += 1

@@ -64,6 +64,9 @@ class Quiet:
     def note(self, text: str) -> None:  # noqa: D102
         pass
 
+    def running(self, text: str) -> None:  # noqa: D102
+        pass
+
     def run_done(self, cand: dict[str, Any], run: dict[str, Any]) -> None:  # noqa: D102
         pass
 
@@ -146,7 +149,7 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
             if not clock.fits():
                 return
             cand = by_id[cid]
-            progress.note(f"round {r + 1}/{req.repeats}: {cand['label']}")
+            progress.running(f"round {r + 1}/{req.repeats}: {cand['label']}")
             run = {"round": r + 1, "position": position + 1, **bench_once(req, cand["env"], clock)}
             cand["runs"].append(run)
             if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
