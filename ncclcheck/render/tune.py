@@ -89,34 +89,42 @@ def progress_for(console: Any, quiet: bool) -> Any:
 
 
 def status(cand: dict[str, Any], winner: str) -> str:
-    """What became of a candidate, in a few words."""
+    """What became of a candidate, in one word (the document says why).
+
+    >>> status({"id": "a", "measure": True, "stopped": "stopped early: slower"}, "b")
+    'stopped'
+    """
     if cand["id"] == winner:
         return "WINNER"
     if not cand.get("measure"):
-        return "not measured (below)"
-    return (cand.get("stopped") or "").split(":", 1)[0]
+        return "skipped"
+    return (cand.get("stopped") or "").split(":", 1)[0].split(" ", 1)[0]
 
 
 def render_summary(console: Any, doc: dict[str, Any]) -> None:
     """The candidates side by side, then the decision and the verification."""
+    from rich import box
     from rich.table import Table
 
     table = Table(title=f"tune: {len(doc['hosts'])} nodes, {doc['backend']} over "
-                        f"{doc['transport']}; peak busbw per repeat (GB/s)")
-    for col in ("candidate", "stage", "repeats", "median", "min-max", "x baseline", "status"):
-        table.add_column(col, overflow="fold")
+                        f"{doc['transport']}; peak busbw (GB/s) over the repeats",
+                  box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("candidate", overflow="fold")
+    for col in ("n", "median", "min-max", "x base"):
+        table.add_column(col, no_wrap=True, justify="right")
+    table.add_column("status", no_wrap=True)
     winner = doc["winner"]["id"]
     for cand in doc["candidates"]:
         sp = cand.get("spread") or {}
-        table.add_row(cand["label"], str(cand["stage"]),
-                      " ".join(f"{f:.4g}" for f in cand.get("figures") or []) or "-",
-                      f"{sp['median_gbps']:.4g}" if sp else "-",
-                      f"{sp['min_gbps']:.4g}-{sp['max_gbps']:.4g}" if sp else "-",
+        label = f"{cand['label']}" + (" (stage 2)" if cand["stage"] > 1 else "")
+        table.add_row(label, str(len(cand.get("figures") or [])),
+                      f"{sp['median_gbps']:.3g}" if sp else "-",
+                      f"{sp['min_gbps']:.3g}-{sp['max_gbps']:.3g}" if sp else "-",
                       f"{cand['vs_baseline']:.2f}" if cand.get("vs_baseline") else "-",
                       status(cand, winner))
     console.print(table)
     for why in dict.fromkeys(c["not_measured"] for c in doc["candidates"] if not c["measure"]):
-        console.print(f"not measured: {why}", markup=False, highlight=False, soft_wrap=True)
+        console.print(f"skipped: {why}", markup=False, highlight=False, soft_wrap=True)
     console.print(f"decision: {doc['winner']['why']}", markup=False, highlight=False,
                   soft_wrap=True)
     if doc["budget"].get("stopped"):

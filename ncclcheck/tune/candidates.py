@@ -148,8 +148,7 @@ def socket_stage(winner_env: dict[str, str], backend: str, transport: str) -> li
         ignored = ignored_by(backend, {"NCCL_SOCKET_NTHREADS": "", "NCCL_NSOCKS_PERTHREAD": ""})
         note = (f"{backend} ignores {', '.join(ignored)} (libnccl reads them; gloo never loads it)"
                 if ignored else None)
-        cands.add(f"threads={threads}x{socks}", f"NCCL_SOCKET_NTHREADS={threads} "
-                  f"NCCL_NSOCKS_PERTHREAD={socks}", env,
+        cands.add(f"threads={threads}x{socks}", f"{threads} threads x {socks} sockets", env,
                   "Socket transport: helper threads x sockets per thread "
                   f"(<= {MAX_THREADS} threads, product <= {MAX_SOCKETS})", stage=2,
                   not_measured=note)

@@ -238,6 +238,15 @@ def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequ
     from ncclcheck.tune.verify_remote import verify_on_nodes
 
     target = ssh = None
+    if req.launcher == "slurm":
+        import socket
+
+        from ncclcheck.tune.verify_remote import verify_text, verify_via_srun
+
+        here = next((n for n in nodes if n.get("hostname") == socket.gethostname()), None)
+        if here is not None:
+            return verify_text(render_env(final, "env"), req.nccl_lib, here)
+        return verify_via_srun(render_env(final, "env"), req.nccl_lib, timeout, req.remote_python)
     if req.hostfile:
         from ncclcheck.hostfile import load_hostfile
         from ncclcheck.remote import SSH

@@ -72,11 +72,31 @@ def verify_on_nodes(env_text: str, nodes: list[dict[str, Any]], nccl_lib: str | 
     return answer
 
 
+def verify_via_srun(env_text: str, nccl_lib: str | None, timeout: float,
+                    python: str | None = None) -> dict[str, Any]:
+    """Inside a Slurm allocation: the check on the allocation's first node (one srun task; the
+    text travels as an argument, no shell in between)."""
+    from ncclcheck.slurm import run_srun, split_labelled, srun_argv
+
+    argv = [python or sys.executable, "-m", "ncclcheck.tune.verify_remote", "--text", env_text]
+    if nccl_lib:
+        argv += ["--nccl-lib", nccl_lib]
+    code, out, err = run_srun(srun_argv(1, argv, False, "ncclcheck-verify", timeout), timeout,
+                              env=dict(os.environ))
+    answer = parse_answer("\n".join(split_labelled(out).get(0) or []))
+    if answer is None:
+        tail = (err.strip().splitlines() or [f"exit {code}"])[-1]
+        return {"ok": False, "where": "srun", "library": nccl_lib, "bootstrap": None,
+                "problems": [f"verify through srun gave no answer: {tail[:300]}"], "log_tail": []}
+    return answer
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Read env text on stdin, print the verify result as JSON."""
+    """Read env text (``--text TEXT``, else stdin), print the verify result as JSON."""
     args = list(sys.argv[1:] if argv is None else argv)
     lib = args[args.index("--nccl-lib") + 1] if "--nccl-lib" in args[:-1] else None
-    result = verify_text(sys.stdin.read(), lib)
+    text = args[args.index("--text") + 1] if "--text" in args[:-1] else sys.stdin.read()
+    result = verify_text(text, lib)
     sys.stdout.write(json.dumps(result, default=str) + "\n")
     return 0
 

@@ -52,5 +52,5 @@ def test_summary_shows_the_candidates_side_by_side():
     out = con.file.getvalue()
     for label in ("NCCL's defaults", "NCCL_SOCKET_IFNAME==ens1f0", "NCCL_SOCKET_IFNAME==ens2f0"):
         assert label in out
-    assert "WINNER" in out and "gloo ignores NCCL_NSOCKS_PERTHREAD" in out
+    assert "WINNER" in out and "skipped: gloo ignores NCCL_NSOCKS_PERTHREAD" in out
     assert "decision: x2 over the baseline" in out
