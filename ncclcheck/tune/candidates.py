@@ -129,6 +129,16 @@ def first_stage(rec: dict[str, Any], nodes: list[dict[str, Any]],
     return cands.items
 
 
+def holder(cands: list[dict[str, Any]], env: dict[str, str]) -> str:
+    """The id of the candidate that holds ``env`` (the rules' env may be NCCL's defaults, or
+    one link's list, and was merged into that candidate).
+
+    >>> holder([{"id": "baseline", "env": {}}, {"id": "x", "env": {"A": "1"}}], {})
+    'baseline'
+    """
+    return next(c["id"] for c in cands if c["env"] == env)
+
+
 def socket_stage(winner_env: dict[str, str], backend: str, transport: str) -> list[dict[str, Any]]:
     """Stage 2 on Socket: the thread/socket grid over ``winner_env`` (listed, not measured,
     where the backend or transport does not read these variables).

@@ -23,7 +23,7 @@ from typing import Any
 
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.tune import plan
-from ncclcheck.tune.candidates import (BASELINE, RECOMMENDED, backend_for, first_stage,
+from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, holder,
                                        socket_stage, transport_for)
 
 #: Seconds kept back from the budget for verification and writing.
@@ -199,7 +199,9 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     progress.start(sum(c["measure"] for c in stage1) * req.repeats)
     rounds: list[dict[str, Any]] = []
     measure(stage1, req, clock, progress, BASELINE, rounds)
-    decision = plan.decide([c for c in stage1 if c.get("figures")], BASELINE, RECOMMENDED)
+    # the rules' env may equal NCCL's defaults or one link's: then that candidate holds it
+    rules = holder(stage1, rec.get("env") or {})
+    decision = plan.decide([c for c in stage1 if c.get("figures")], BASELINE, rules)
     winner = next(c for c in stage1 if c["id"] == decision["id"])
     stage2 = socket_stage(winner["env"], backend, transport)
     if any(c["measure"] for c in stage2) and not clock.stopped:

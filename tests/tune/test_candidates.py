@@ -3,10 +3,12 @@ variables the backend ignores are listed and not measured."""
 
 from __future__ import annotations
 
+import json
+
 from tunefix import cluster
 
 from ncclcheck.recommend import recommend
-from ncclcheck.tune.candidates import (backend_for, first_stage, shared_interfaces,
+from ncclcheck.tune.candidates import (backend_for, first_stage, holder, shared_interfaces,
                                        socket_stage, transport_for)
 
 TRAPS = ("mgmt0", "docker0", "lo")
@@ -53,3 +55,12 @@ def test_backend_and_transport_from_facts():
     assert backend_for(cluster(gpus=8)["nodes"]) == "nccl"
     assert backend_for(cluster(gpus=8)["nodes"], "gloo") == "gloo"
     assert transport_for(cluster()["nodes"]) == "Socket"
+
+
+def test_one_link_the_rules_env_merges_and_is_still_found():
+    doc = cluster(links=("eth0",))
+    rec = recommend(doc, [])
+    cands = first_stage(rec, doc["nodes"], "gloo")
+    rules = holder(cands, rec["env"])
+    assert rules in {c["id"] for c in cands}
+    assert len({json.dumps(c["env"], sort_keys=True) for c in cands}) == len(cands)
