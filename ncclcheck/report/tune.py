@@ -18,12 +18,16 @@ def gbps(value: Any) -> str:
     return "-"
 
 
-def _status(cand: dict[str, Any], winner: str) -> str:
+def _status(cand: dict[str, Any], winner: str) -> tuple[str, str]:
+    """(one word for the table, the full reason for the notes under it)."""
     if cand.get("id") == winner:
-        return "winner"
+        return "winner", ""
     if not cand.get("measure"):
-        return f"not measured: {text(cand.get('not_measured'))}"
-    return text(cand.get("stopped")) if cand.get("stopped") else ""
+        return "not measured", f"not measured: {text(cand.get('not_measured'))}"
+    if cand.get("stopped"):
+        why = text(cand.get("stopped"))
+        return why.split(":", 1)[0], why
+    return "", ""
 
 
 def _env_text(env: Any) -> str:
@@ -60,7 +64,8 @@ def tune_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
             "median": gbps(sp.get("median_gbps")) if sp else "-",
             "range": f"{gbps(sp.get('min_gbps'))}-{gbps(sp.get('max_gbps'))}" if sp else "-",
             "ratio": f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-",
-            "status": _status(cand, str(winner.get("id"))),
+            "status": _status(cand, str(winner.get("id")))[0],
+            "note": _status(cand, str(winner.get("id")))[1],
             "winner": cand.get("id") == winner.get("id")})
     ver = doc.get("verify") if isinstance(doc.get("verify"), dict) else None
     verify = ""
@@ -74,6 +79,7 @@ def tune_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return {"name": name, "hosts": [str(h) for h in doc.get("hosts") or []],
             "backend": text(doc.get("backend")), "transport": text(doc.get("transport")),
             "candidates": rows, "decision": text(winner.get("why")),
+            "notes": [f"{r['label']}: {r['note']}" for r in rows if r["note"]],
             "significant": bool(winner.get("significant")),
             "env": _env_text(doc.get("env")), "verify": verify,
             "budget": text(budget.get("stopped")) if budget.get("stopped") else "",
