@@ -10,6 +10,7 @@ From the recommendation document (:func:`ncclcheck.recommend.recommend`) and the
   :func:`ncclcheck.rules.net_socket_ifname.select` keeps: never docker*, a bridge, lo, an
   interface on a subnet of its own, or an address several nodes share) as an exact
   ``NCCL_SOCKET_IFNAME==name`` list;
+* on IB/RoCE, the HCA sets and GID indexes in question (:mod:`ncclcheck.tune.fabric`);
 * on the Socket transport with NCCL, a second stage: NCCL_SOCKET_NTHREADS x
   NCCL_NSOCKS_PERTHREAD within NCCL's limits (threads <= 16, product <= 64,
   src/transport/net_socket.cc MAX_THREADS/MAX_SOCKETS), over the first stage's winner.
@@ -106,9 +107,12 @@ class CandidateSet:
         return item
 
 
-def first_stage(rec: dict[str, Any], nodes: list[dict[str, Any]],
-                backend: str) -> list[dict[str, Any]]:
-    """Stage 1: baseline, recommended, the ties and the shared interfaces."""
+def first_stage(rec: dict[str, Any], nodes: list[dict[str, Any]], backend: str,
+                transport: str = "Socket") -> list[dict[str, Any]]:
+    """Stage 1: baseline, recommended, the ties, the shared interfaces, and on IB the HCA sets
+    and GID indexes in question (:mod:`ncclcheck.tune.fabric`)."""
+    from ncclcheck.tune.fabric import ib_candidates
+
     env = dict(rec.get("env") or {})
     cands = CandidateSet()
     cands.add(BASELINE, "NCCL's defaults (nothing set)", {}, "baseline: NCCL's defaults")
@@ -120,6 +124,9 @@ def first_stage(rec: dict[str, Any], nodes: list[dict[str, Any]],
     for subnet, value in shared_interfaces(nodes):
         cands.add(f"{IFNAME}={value}", f"{IFNAME}={value}", {**env, IFNAME: value},
                   f"interface shared by every node on {subnet}")
+    if transport == "IB":
+        for cid, label, cenv, source in ib_candidates(env, nodes):
+            cands.add(cid, label, cenv, source)
     for item in cands.items:
         ignored = ignored_by(backend, {k: v for k, v in item["env"].items()
                                        if k not in env or env[k] != v})

@@ -195,7 +195,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     nodes = cluster["nodes"]
     rec = recommend(cluster, [], sources=[req.hostfile or req.launcher or "this node"])
     backend, transport = backend_for(nodes, req.backend), transport_for(nodes)
-    stage1 = first_stage(rec, nodes, backend)
+    stage1 = first_stage(rec, nodes, backend, transport)
     progress.start(sum(c["measure"] for c in stage1) * req.repeats)
     rounds: list[dict[str, Any]] = []
     measure(stage1, req, clock, progress, BASELINE, rounds)
