@@ -33,3 +33,13 @@ def test_no_nodes_says_how_to_give_them():
     assert out.returncode == 2
     assert "--hostfile" in out.stderr and "--launcher slurm" in out.stderr
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_tune_path_does_not_import_torch():
+    code = ("import sys\n"
+            "import ncclcheck.clitune, ncclcheck.tune.command, ncclcheck.tune.candidates\n"
+            "import ncclcheck.tune.document, ncclcheck.tune.verify_remote, ncclcheck.render.tune\n"
+            "import ncclcheck.bench.launch, ncclcheck.bench.command\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-500:]
