@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-from test_document import build
+from test_tune_document import build
 
 from ncclcheck.render.tune import LineProgress, RichProgress, progress_for, render_summary
 from ncclcheck.tune.command import Quiet
