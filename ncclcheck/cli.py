@@ -455,6 +455,17 @@ def report(obj: Ctx, documents: tuple[str, ...], output: str | None, fmt: str | 
 # --- end report ---
 
 
+# --- tune command (tune/; options in clitune.py) -----------------------------------------------
+def _add_tune() -> None:
+    from ncclcheck.clitune import tune
+
+    cli.add_command(tune)
+
+
+_add_tune()
+# --- end tune ---
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
     try:

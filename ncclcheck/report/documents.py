@@ -15,6 +15,7 @@ KINDS = {
     "ncclcheck/bench": "bench",
     "ncclcheck/recommendation": "recommendation",
     "ncclcheck/diagnosis": "diagnosis",
+    "ncclcheck/tune": "tune",
 }
 
 
@@ -57,6 +58,9 @@ def check_shape(doc: dict[str, Any], source: str) -> None:
         _need(doc, "findings", list, source)
     elif kind == "diagnosis":
         _need(doc, "findings", list, source)
+    elif kind == "tune":
+        _need(doc, "candidates", list, source, optional=False)
+        _need(doc, "env", dict, source)
 
 
 def load_documents(paths: Iterable[str]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from ncclcheck.report.nodes import (collect_nodes, expected_transport, hostname_
                                     section_data)
 from ncclcheck.report.runs import bench_runs, charts_view, run_view
 from ncclcheck.report.transport import diagnosis_view, transport_summary
+from ncclcheck.report.tune import tune_view
 
 def overview(nodes: list[dict[str, Any]], failed: list[dict[str, str]],
              runs: list[dict[str, Any]], diagnoses: list[dict[str, Any]],
@@ -78,6 +79,9 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
     recommendations = [recommendation_view(d["doc"], d["name"]) for d in docs
                        if d["kind"] == "recommendation"]
     ov = overview(nodes, failed, runs, diagnoses, findings)
+    tunes = [tune_view(d["doc"], d["name"]) for d in docs if d["kind"] == "tune"]
+    ov["nodes"] += [h for t in tunes for h in t["hosts"] if h not in ov["nodes"]]
+    ov["node_count"] = len(ov["nodes"])
     default_title = (f"NCCL report: {ov['node_count']} node{'s' if ov['node_count'] != 1 else ''}"
                      + (f" ({', '.join(ov['nodes'][:3])}{', ...' if ov['node_count'] > 3 else ''})"
                         if ov["nodes"] else ""))
@@ -97,4 +101,5 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
         "charts": charts_view(runs) if runs else [],
         "runs": [run_view(r) for r in runs],
         "diagnoses": diagnoses,
+        "tunes": tunes,
     }
