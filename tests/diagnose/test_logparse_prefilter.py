@@ -84,10 +84,15 @@ def test_diagnose_keys_give_the_same_lines_as_a_line_by_line_filter_whatever_the
              b"CA 'mlx5_0'", b"\tState: Down", b"$ ip -br a", b"lo UNKNOWN 127.0.0.1/8",
              b"RuntimeError: ncclSystemError", b"Last error:", b"why", b"Heartbeat monitor timed out",
              b"host [0] INFO NET : Using interface eth0", b"GPU0\tX \tNV12", b" 8  16  float  sum  -1",
-             b"# nThread 1 nGpus 8", b"hca_id:\tmlx5_1", b"Bus error (core dumped)", b"PMIX ERROR: x"]
-    for seed in range(40):
+             b"# nThread 1 nGpus 8", b"hca_id:\tmlx5_1", b"Bus error (core dumped)", b"PMIX ERROR: x",
+             # keys inside NCCL lines, whose bytes may be nowhere else: their following lines count
+             b"h:1:2 [0] NCCL WARN Last error:", b"NCCL hca_id: mlx5_0", b"[0] NCCL INFO GPU0 ok"]
+    from ncclcheck.logparse import prefilter
+
+    for seed in range(60):
         rnd = random.Random(seed)
         monkeypatch.setattr(reader, "CHUNK_BYTES", rnd.choice([64, 1000, 4096, 1 << 20]))
+        monkeypatch.setattr(prefilter, "_MAX_SPLIT", rnd.choice([0, 3, 2048]))
         data = b"\n".join(rnd.choice(words[:2] * 30 + words) for _ in range(rnd.randrange(1, 3000)))
         stats = InputStats("ref")
         want, take = [], 0
