@@ -44,7 +44,14 @@ import ipaddress
 import re
 from typing import Any, Optional
 
-from ncclcheck.probes.ib import gid_ipv4, parse_gid, parse_state
+
+def _probe() -> Any:
+    """:mod:`ncclcheck.probes.ib`, imported when a paste is first read: the probe package loads
+    every probe (~40 ms), which a log without pastes never needs (diagnose's start-up)."""
+    from ncclcheck.probes import ib
+
+    return ib
+
 
 MAX_DEVICES = 256          #: devices remembered (a paste is small; a hostile file is not)
 MAX_GIDS = 64              #: GID entries remembered per port
@@ -88,7 +95,7 @@ def full_gid(text: str) -> Optional[str]:
     ('0000:0000:0000:0000:0000:ffff:c800:d106', 'fe80:0000:0000:0000:')
     """
     try:
-        return parse_gid(ipaddress.IPv6Address(text).exploded)
+        return _probe().parse_gid(ipaddress.IPv6Address(text).exploded)
     except ValueError:
         return None
 
@@ -135,7 +142,7 @@ class PastedIb:
         if gid is None or len(port["gids"]) >= MAX_GIDS or any(g["index"] == index
                                                                for g in port["gids"]):
             return
-        ipv4 = gid_ipv4(gid)
+        ipv4 = _probe().gid_ipv4(gid)
         port["gids"].append({"index": index, "gid": gid, "type": typ, "ipv4": ipv4,
                              "netdev": netdev})
         v2 = sorted(g["index"] for g in port["gids"] if g["type"] == "RoCE v2" and g["ipv4"])
@@ -184,7 +191,7 @@ class PastedIb:
             if dev is not None:
                 port = self._port_of(dev, int(m.group("port")))
                 port["link_layer"] = port["link_layer"] or "Ethernet"
-                self._gid(port, int(m.group("index")), parse_gid(m.group("gid").lower()),
+                self._gid(port, int(m.group("index")), _probe().parse_gid(m.group("gid").lower()),
                           "RoCE v2" if m.group("ver") == "v2" else "RoCE v1", m.group("netdev") or None)
             self._seen("show_gids", ev)
             return True
@@ -218,7 +225,7 @@ class PastedIb:
         if port is None:
             return key in ("ca type", "transport", "fw_ver", "number of ports")
         if _NUMBERED.match(value):                       # ibstatus: "4: ACTIVE", "3: Disabled"
-            word = parse_state(value) or ""
+            word = _probe().parse_state(value) or ""
         if key == "state":
             port["state"] = _DEVINFO_STATE.get(word, word.upper() if word else None)
             if port["state"] == "INITIALIZING":

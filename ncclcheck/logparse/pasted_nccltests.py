@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.bench.importer import parse_nccl_tests
 
 MAX_LINES = 2000
 MAX_TABLES = 64
@@ -54,6 +53,8 @@ class PastedNcclTests:
     def close(self) -> None:
         """End the table being read."""
         if self._lines and len(self.tables) < MAX_TABLES:
+            from ncclcheck.bench.importer import parse_nccl_tests   # only when a table is pasted
+
             facts = parse_nccl_tests("\n".join(self._lines))
             if facts["rows"] or facts["ranks"] or facts["avg_busbw_gbps"] is not None:
                 self.tables.append((facts, self._ev))

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ncclcheck.probes.gpu import parse_topo_matrix
 
 MAX_LINES = 400            #: lines kept per matrix (256 GPUs+NICs and a legend fit)
 MAX_MATRICES = 64
@@ -61,6 +60,8 @@ class PastedTopo:
     def close(self) -> None:
         """End the matrix being read (at a foreign line, a new prompt, or the end of input)."""
         if self._lines and len(self.matrices) < MAX_MATRICES:
+            from ncclcheck.probes.gpu import parse_topo_matrix     # only when a matrix is pasted
+
             topo = parse_topo_matrix("\n".join(self._lines))
             if topo["labels"]:
                 self.matrices.append((self._host, topo, self._ev))

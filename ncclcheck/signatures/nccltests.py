@@ -13,8 +13,9 @@ NCCL_TESTS_WRONG = Signature(
           "collective points at corrupted transfers: a faulty GPU or NIC, a broken P2P path "
           "(PCIe ACS/IOMMU), or mismatched NCCL builds.",
     fix="Find the size and transport where it starts (NCCL_DEBUG=INFO); rerun with "
-        "NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, then NCCL_IB_DISABLE=1 to isolate the path; "
-        "check GPU health (dcgmi diag) and the NIC counters.",
+        "NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, then NCCL_IB_DISABLE=1, one test run each, to "
+        "find the path that corrupts data (a bisection, not a fix: repair that path); check GPU "
+        "health (dcgmi diag) and the NIC counters.",
     docs="https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md; "
          "nccl-tests src/common.cu (CheckData)")
 

@@ -24,9 +24,6 @@ from typing import Any
 from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState
-from ncclcheck.rules import net_socket_ifname
-from ncclcheck.rules.cluster_ib_ports_down import port_states
-from ncclcheck.rules.engine import evaluate
 from ncclcheck.signatures.derived_base import _raise
 
 
@@ -61,6 +58,9 @@ def _interfaces(state: LogState, pasted: Pasted) -> None:
     nodes = pasted.ip.facts()
     if not nodes:
         return
+    from ncclcheck.rules import net_socket_ifname   # the rules load on a paste only (start-up)
+    from ncclcheck.rules.engine import evaluate
+
     result = evaluate([net_socket_ifname.RULE], nodes)
     what = "/".join(sorted(pasted.ip.kinds))
     for f in result["findings"]:
@@ -78,6 +78,8 @@ def _interfaces(state: LogState, pasted: Pasted) -> None:
 
 def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
                 what: str) -> None:
+    from ncclcheck.rules.cluster_ib_ports_down import port_states
+
     down = {}
     for host, devices in by_host.items():
         states = port_states(_facts(host, devices))

@@ -29,8 +29,9 @@ IBVERBS_UNLOADABLE = Signature(
           "(libmlx5) is missing, typically in a container image, the internal IB transport is "
           "skipped silently and traffic between nodes goes over TCP sockets.",
     fix="Install rdma-core userspace in the image (libibverbs1, ibverbs-providers / libmlx5), pass "
-        "/dev/infiniband into the container, and check with `ibv_devinfo`; if RDMA is not wanted, "
-        "set NCCL_IB_DISABLE=1 to make the choice explicit.",
+        "/dev/infiniband into the container, and check with `ibv_devinfo` that the HCA opens. "
+        "(Only where TCP is wanted on purpose does NCCL_IB_DISABLE=1 make that choice explicit; "
+        "it is not a fix.)",
     docs=f"{NCCL_TROUBLESHOOTING} (InfiniBand); src/misc/ibvsymbols.cc; "
          "https://github.com/pytorch/pytorch/issues/68893")
 
@@ -42,8 +43,9 @@ SILENT_SOCKET_FALLBACK = Signature(
           "transport without an error: /dev/infiniband not passed into the container, ports not "
           "ACTIVE, NCCL_IB_HCA filtering every device, or the device cannot be opened.",
     fix="Check `ibstat`/`ibv_devinfo` inside the job's environment, pass the RDMA devices into the "
-        "container (--device=/dev/infiniband, an RDMA device plugin in Kubernetes), fix NCCL_IB_HCA; "
-        "set NCCL_IB_DISABLE=1 only if sockets are intended.",
+        "container (--device=/dev/infiniband, an RDMA device plugin in Kubernetes), bring the ports "
+        "ACTIVE, fix NCCL_IB_HCA. (Only where TCP is wanted on purpose does NCCL_IB_DISABLE=1 make "
+        "that choice explicit; it is not a fix.)",
     docs=f"{NCCL_ENV}#nccl-ib-hca; src/transport/net_ib/init.cc; "
          "https://github.com/NVIDIA/nccl/issues/952; https://github.com/NVIDIA/nccl/issues/451")
 

@@ -56,8 +56,9 @@ TRANSPORT_MISMATCH = Signature(
           "a plugin works on some nodes but not on others, ranks try to talk IB to a Socket peer "
           "(socketFinalizeAccept: wrong type 4 != 3) or hang.",
     fix="Make every node pick the same network: fix IB (libibverbs, /dev/infiniband, ports ACTIVE) "
-        "or the plugin on the nodes that fell back, or force one with NCCL_NET=IB / NCCL_NET=Socket "
-        "(NCCL_IB_DISABLE=1) everywhere.",
+        "or the plugin on the nodes that fell back. NCCL_NET=IB (or the plugin's name) on every "
+        "node makes a node that cannot use it fail at init with its reason instead of falling "
+        "back. (Only where TCP is wanted on purpose: NCCL_NET=Socket on every node.)",
     docs="src/misc/socket.cc (socketFinalizeAccept); src/plugin/net.cc; "
          "https://github.com/NVIDIA/nccl-tests/issues/188",
     patterns=compile_all(r"socketFinalizeAccept: wrong type (\d+) != (\d+)"),

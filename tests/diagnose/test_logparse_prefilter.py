@@ -73,3 +73,53 @@ def test_millions_of_blank_lines_are_counted_not_looped_over():
     got, nlines, _ = fast(data)
     assert got == [(5_000_001, b"h:1:2 [0] NCCL INFO x")] and nlines == 5_000_011
     assert time.process_time() - start < 1.5
+
+
+def test_diagnose_keys_give_the_same_lines_as_a_line_by_line_filter_whatever_the_chunking(monkeypatch):
+    """The real key set (with its gates: a chunk without a key's rarest bytes skips the key)
+    keeps what the per-line filter keeps: keys whose gate bytes are in some chunks only."""
+    from ncclcheck.diagnose import KEYS as DKEYS, NEXT_KEYS as DNEXT
+
+    words = [b"epoch 3 loss 0.25", b"[rank0]:step 9 lr 3e-4", b"h:1:2 [0] NCCL INFO Using network IB",
+             b"CA 'mlx5_0'", b"\tState: Down", b"$ ip -br a", b"lo UNKNOWN 127.0.0.1/8",
+             b"RuntimeError: ncclSystemError", b"Last error:", b"why", b"Heartbeat monitor timed out",
+             b"host [0] INFO NET : Using interface eth0", b"GPU0\tX \tNV12", b" 8  16  float  sum  -1",
+             b"# nThread 1 nGpus 8", b"hca_id:\tmlx5_1", b"Bus error (core dumped)", b"PMIX ERROR: x",
+             # keys inside NCCL lines, whose bytes may be nowhere else: their following lines count
+             b"h:1:2 [0] NCCL WARN Last error:", b"NCCL hca_id: mlx5_0", b"[0] NCCL INFO GPU0 ok"]
+    from ncclcheck.logparse import prefilter
+
+    for seed in range(60):
+        rnd = random.Random(seed)
+        monkeypatch.setattr(reader, "CHUNK_BYTES", rnd.choice([64, 1000, 4096, 1 << 20]))
+        monkeypatch.setattr(prefilter, "_MAX_SPLIT", rnd.choice([0, 3, 2048]))
+        data = b"\n".join(rnd.choice(words[:2] * 30 + words) for _ in range(rnd.randrange(1, 3000)))
+        stats = InputStats("ref")
+        want, take = [], 0
+        for n, line in iter_lines(io.BytesIO(data), stats, lambda _: True):
+            found = [k for k in DKEYS if k in line]
+            if found or take:
+                want.append((n, line))
+            take = max(take - 1, max((DNEXT.get(k, 0) for k in found), default=0), 0)
+        got_stats = InputStats("fast")
+        assert list(iter_matching(io.BytesIO(data), got_stats, DKEYS, DNEXT)) == want
+        assert got_stats.lines == stats.lines
+
+
+def test_a_key_whose_rarest_byte_is_absent_from_a_chunk_is_not_searched(monkeypatch):
+    """The gate: ``CA '`` (gate byte ``'``) is not searched in a chunk without a quote; it is
+    where there is one. Counted by wrapping the search, not timed."""
+    from ncclcheck.logparse import prefilter
+
+    searched = []
+    real = prefilter._finder
+
+    def counting(buf):
+        find = real(buf)
+        return lambda key, s, e: searched.append(key) or find(key, s, e)
+    monkeypatch.setattr(prefilter, "_finder", counting)
+    keys = (b"NCCL", b"CA '")
+    list(iter_matching(io.BytesIO(b"step 1 loss 2\nh:1:2 [0] NCCL INFO x\n" * 50), InputStats("a"), keys))
+    assert b"CA '" not in searched and b"NCCL" in searched
+    got = list(iter_matching(io.BytesIO(b"it's fine\nCA 'mlx5_0'\n"), InputStats("b"), keys))
+    assert b"CA '" in searched and got == [(2, b"CA 'mlx5_0'")]

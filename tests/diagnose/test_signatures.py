@@ -290,3 +290,26 @@ def test_knowledge_base_row_has_a_signature_with_cause_fix_and_citation(row):
     f = found[fid]
     assert f["cause"] and f["fix"] and ("https://" in f["docs"] or "src/" in f["docs"])
     assert f["severity"] in ("warning", "error"), (row, f["severity"])
+
+
+DOWNGRADES = re.compile(r"NCCL_IB_DISABLE=1|NCCL_NET=Socket|NCCL_NET_GDR_LEVEL=LOC")
+ON_PURPOSE = re.compile(r"on purpose|not a fix|confirm")     # TCP wanted; a one-off test run
+
+
+def test_no_advice_downgrades_the_fabric_as_a_fix():
+    """Issue 17: diagnose never advises disabling IB (or GPUDirect) as the fix; sockets may only be
+    named for a user who wants TCP on purpose, or as one run of a bisection that is not the fix.
+    Both the registered signatures and the fixes built in code (derived checks, pasted outputs)."""
+    for sig in LINE_SIGNATURES + DERIVED_SIGNATURES:
+        for m in DOWNGRADES.finditer(sig.fix):
+            sentence = sig.fix[sig.fix.rfind(".", 0, m.start()) + 1:]
+            sentence = sentence[:sentence.find(".)") + 2 if ".)" in sentence else None]
+            assert ON_PURPOSE.search(sentence), (sig.id, sig.fix)
+    from pathlib import Path
+
+    import ncclcheck.signatures as pkg
+    for src in sorted(Path(pkg.__file__).parent.glob("*.py")):
+        text = src.read_text()
+        for m in DOWNGRADES.finditer(text):
+            around = text[max(0, m.start() - 300):m.end() + 300]
+            assert ON_PURPOSE.search(around), f"{src.name}: {around}"
