@@ -64,7 +64,8 @@ RULE = Rule(
          "speed without an error."),
     docs="https://github.com/NVIDIA/nccl/blob/v2.30.7-1/src/misc/ibvsymbols.cc",
     fix=("Install rdma-core userspace (libibverbs1 and the provider, e.g. ibverbs-providers for "
-         "libmlx5) in the image, and pass --device=/dev/infiniband to the container; set "
-         "NCCL_IB_DISABLE=1 only if RDMA is not meant to be used."),
+         "libmlx5) in the image, and pass --device=/dev/infiniband to the container. That is "
+         "the fix; NCCL_IB_DISABLE=1 is not one (it only makes TCP explicit where TCP is "
+         "wanted on purpose)."),
     check=check,
 )
