@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 from ncclcheck import __version__
-from ncclcheck.cliopts import GreedyOption
+from ncclcheck.cliopts import GreedyOption, stdout_dash
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.exitcodes import ExitCode
 
@@ -86,7 +86,7 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the facts document as JSON.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
               help="Write the facts JSON to FILE (atomically; - for stdout).")
 @click.option("--root", default="/", show_default=True, metavar="PATH",
               help="Read files under PATH (a mounted host tree, an unpacked sos report).")
@@ -269,7 +269,8 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("--link-rate", type=click.FloatRange(min=0, min_open=True), metavar="GB/s",
               help="Link rate to report the peak busbw against (GB/s, 1e9 bytes/s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench document as JSON.")
-@click.option("-o", "--output", metavar="FILE", help="Write the bench JSON to FILE (atomically).")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write the bench JSON to FILE (atomically).")
 @click.argument("compare_files", nargs=-1, metavar="[ENV_FILE]...")
 @click.pass_obj
 def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor: int,
@@ -316,7 +317,8 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
               help="Bench documents (ncclcheck bench, --compare, --import) to decide ties.")
 @click.option("--format", "fmt", type=click.Choice(["env", "shell", "deepspeed", "json"]),
               default="env", show_default=True, help="What stdout (or -o) gets.")
-@click.option("-o", "--output", metavar="FILE", help="Write to FILE (atomically) instead of stdout.")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write to FILE (atomically) instead of stdout.")
 @click.option("--explain", is_flag=True, help="Print every reason in full (stderr).")
 @click.option("--quiet", "-q", is_flag=True, help="No explanation on stderr.")
 @click.option("--verify", is_flag=True,
@@ -385,7 +387,8 @@ def rules(obj: Ctx, explain: bool, as_json: bool) -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE... | -")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis document as JSON.")
-@click.option("-o", "--output", metavar="FILE", help="Write the diagnosis JSON to FILE (atomically).")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write the diagnosis JSON to FILE (atomically).")
 @fail_on_option
 @click.pass_obj
 def diagnose(obj: Ctx, files: tuple[str, ...], as_json: bool, output: str | None,
@@ -418,7 +421,7 @@ def diagnose(obj: Ctx, files: tuple[str, ...], as_json: bool, output: str | None
 # --- report command (report.py) -------------------------------------------------------------
 @cli.command()
 @click.argument("documents", nargs=-1, required=True, metavar="DOC...")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
               help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
               help="html (one self-contained page) or md (Markdown for an issue). "

@@ -35,3 +35,10 @@ class GreedyOption(click.Option):
 
             opt.process = process
         return result
+
+
+def stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o`` callback: ``/dev/stdout`` (and its aliases) means ``-``, standard output."""
+    from ncclcheck.outfile import is_stdout
+
+    return "-" if is_stdout(value) else value

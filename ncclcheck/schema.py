@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from ncclcheck import __version__
-from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.errors import BadInput
+from ncclcheck.outfile import write_atomic  # noqa: F401  (re-exported: schema.write_atomic)
 
 #: schema name -> the newest version this ncclcheck reads and writes.
 SCHEMAS: dict[str, int] = {
@@ -90,43 +89,6 @@ def load(path: str | Path, expect: tuple[str, ...] = ()) -> dict[str, Any]:
 def dumps(doc: dict[str, Any]) -> str:
     """Stable JSON text: sorted keys, two-space indent, trailing newline (diffs cleanly)."""
     return json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n"
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` so that readers see the old file or the new one, never half.
-
-    The text goes to a temporary file in the same directory, is flushed and fsynced, then renamed
-    over the target. On any failure the temporary file is removed and the target is untouched.
-    """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot write ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        if target.exists():
-            os.chmod(tmp, target.stat().st_mode & 0o777)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, (IsADirectoryError, NotADirectoryError, PermissionError)):
-            raise BadInput(f"{path}: cannot write ({exc.strerror or exc})") from None
-        if isinstance(exc, OSError):
-            raise NcclcheckError(f"{path}: write failed ({exc.strerror or exc}); "
-                                 "the previous file, if any, is unchanged") from None
-        raise
 
 
 def dump(doc: dict[str, Any], path: str | Path) -> None:
