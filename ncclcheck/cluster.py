@@ -127,10 +127,9 @@ def gc_paused() -> Iterator[None]:
 def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, str]],
                seen: dict[str, str]) -> None:
     """Add the facts documents of one file (facts or cluster documents) to ``nodes``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    from ncclcheck.infile import read_text
+
+    text = read_text(path)
     docs = split_documents(text, str(path))
     if not docs:
         raise BadInput(f"{path}: empty file")

@@ -271,9 +271,7 @@ def take_nodes(targets: list[Target], nodes: int | None, source: str = "hostfile
 
 def load_hostfile(path: str | Path, nodes: int | None = None) -> list[Target]:
     """Read, parse and cut a hostfile to ``nodes`` entries; every failure is one BadInput line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise BadInput(f"{path}: cannot read hostfile ({reason})") from None
+    from ncclcheck.infile import read_text
+
+    text = read_text(path, "hostfile", "read hostfile")
     return take_nodes(parse_hostfile(text, str(path)), nodes, str(path))

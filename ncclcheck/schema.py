@@ -78,11 +78,9 @@ def loads(text: str, source: str = "document", expect: tuple[str, ...] = ()) -> 
 
 def load(path: str | Path, expect: tuple[str, ...] = ()) -> dict[str, Any]:
     """Read and check a document from a file; every failure is one :class:`BadInput` line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise BadInput(f"{path}: cannot read ({reason})") from None
+    from ncclcheck.infile import read_text
+
+    text = read_text(path)
     return loads(text, str(path), expect)
 
 

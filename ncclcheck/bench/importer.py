@@ -304,11 +304,7 @@ def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | No
 
 def import_file(path: str | Path, op: str | None = None) -> dict[str, Any]:
     """Read an nccl-tests output file (``-`` is stdin) into a bench document."""
-    import sys
+    from ncclcheck.infile import read_bytes
 
-    try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(
-            encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_bytes(path, "table").decode("utf-8", errors="replace")
     return import_nccl_tests(text, str(path), op)
