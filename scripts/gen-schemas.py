@@ -47,7 +47,7 @@ def infer(samples: list, key: str = "") -> dict:
         if "number" not in types:
             types.append("number")
     out: dict = {}
-    if not types:
+    if not types or types == ["null"]:  # never seen with a value: nothing known about it
         return out
     out["type"] = types[0] if len(types) == 1 else sorted(types)
     objects = [s for s in samples if isinstance(s, dict)]
