@@ -15,9 +15,10 @@ from typing import Any
 import click
 
 from ncclcheck import __version__
-from ncclcheck.cliopts import GreedyOption, stdout_dash
+from ncclcheck.cliopts import GreedyOption, show_usage_error, stdout_dash
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.exitcodes import ExitCode
+from ncclcheck.textsafe import printable
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -134,7 +135,11 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
         for path in write_per_host(doc, out_dir) if out_dir else []:
             obj.err.print(f"facts written to {path}", markup=False, highlight=False)
         if output and output != "-":
-            emit(dumps(doc), output)
+            if doc["nodes"] or not doc.get("failed"):
+                emit(dumps(doc), output)
+            else:
+                click.echo(f"ncclcheck: note: every host failed: {output} is not written (an "
+                           "earlier file stays as it was)", err=True)
         if as_json or output == "-":
             click.echo(dumps(doc), nl=False)
         render_cluster(obj.err if (as_json or output) else obj.out, doc)
@@ -444,6 +449,28 @@ def report(obj: Ctx, documents: tuple[str, ...], output: str | None, fmt: str | 
 # --- end report ---
 
 
+# --- schema command (validate.py) -----------------------------------------------------------
+@cli.command("schema")
+@click.argument("name", required=False, metavar="[NAME]")
+def schema_cmd(name: str | None) -> None:
+    """Print the JSON Schema of a document (facts, cluster, bench, diagnosis, recommendation).
+
+    \b
+      ncclcheck schema                 # the names
+      ncclcheck schema facts > facts.schema.json
+    """
+    import json
+
+    from ncclcheck import validate
+
+    if not name:
+        click.echo("\n".join(validate.KINDS))
+        return
+    click.echo(json.dumps(validate.definition(name.removeprefix("ncclcheck/")), indent=1,
+                          sort_keys=True))
+# --- end schema ---
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
     try:
@@ -451,25 +478,28 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        show_usage_error(exc)
         sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) or exc.exit_code == 2
                  else exc.exit_code)
     except click.exceptions.Abort:
         click.echo("ncclcheck: interrupted", err=True)
         sys.exit(130)
     except NcclcheckError as exc:
-        click.echo(f"ncclcheck: error: {exc}", err=True)
+        click.echo(f"ncclcheck: error: {printable(exc)}", err=True)
         sys.exit(exc.code)
     except KeyboardInterrupt:
         click.echo("ncclcheck: interrupted", err=True)
         sys.exit(130)
+    except RecursionError:  # only input nested deeper than any document ncclcheck writes
+        click.echo("ncclcheck: error: an input is nested too deeply", err=True)
+        sys.exit(ExitCode.USAGE)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(ExitCode.OK)
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get("NCCLCHECK_DEBUG"):
             raise
-        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {exc} "
+        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(exc)} "
                    "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
         sys.exit(ExitCode.ERROR)
     sys.exit(rv if isinstance(rv, int) else ExitCode.OK)

@@ -68,6 +68,17 @@ def infer(samples: list, key: str = "") -> dict:
     return out
 
 
+def merge(inferred: dict, hand: dict) -> dict:
+    """``inferred`` with ``hand`` laid over it, key by key (the hand-written part wins)."""
+    out = dict(inferred)
+    for key, value in hand.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def samples() -> dict[str, list]:
     """Real documents of each kind."""
     from ncclcheck import schema
@@ -136,19 +147,22 @@ def build(docs: dict[str, list]) -> dict[str, dict]:
     facts["properties"]["sections"]["properties"] = {
         k[len("section_"):]: {"$ref": f"#/definitions/{k}"} for k in facts["definitions"]
         if k.startswith("section_")}
-    for kind, keys in (("bench", ("rows", "sweep", "transport", "imported_from", "versions")),
-                       ("diagnosis", ("hosts", "inputs", "ranks", "summary")),
-                       ("recommendation", ("conflicts", "env_overrides", "ties", "withheld",
-                                           "differences", "refused", "bench_used"))):
+    skip = {"schema", "schema_version", "ncclcheck_version", "created_at", "sections", "nodes",
+            "runs"}
+    for kind in hand:
         found = docs[f"ncclcheck/{kind}"]
         if kind == "bench":  # a --compare document's runs hold bench documents too
             found = found + [r["bench"] for d in found for r in d.get("runs") or []]
         props = hand[kind]["properties"]
+        keys = sorted({k for d in found for k in d} - skip)
         for key in keys:
             inferred = infer([d[key] for d in found if key in d], key)
             if isinstance(inferred.get("type"), str):  # a part that a writer may leave out
                 inferred["type"] = [inferred["type"], "null"]
-            props[key] = {**inferred, **props.get(key, {})}
+            props[key] = merge(inferred, props.get(key, {}))
+    run = hand["bench"]["properties"]["runs"]["items"]["properties"]["bench"]
+    run["properties"] = {k: v for k, v in hand["bench"]["properties"].items()
+                         if k not in ("runs", "best", "schema", "schema_version")}
     return hand
 
 

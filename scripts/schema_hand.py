@@ -86,6 +86,10 @@ _RUN_COMMON = {
     "nodes": STRS, "world_size": {"type": ["integer", "null"], "minimum": 0},
     "peak_busbw_gbps": OPT_NUM, "avg_busbw_gbps": OPT_NUM, "link_rate_gbps": OPT_NUM,
     "env": ENV, "candidate_env": ENV, "wrong_total": {"type": ["integer", "null"]},
+    "transport": {"type": ["object", "null"], "properties": {
+        "per_rank": {"type": "array", "items": {"type": "object", "properties": {
+            "hcas": {"type": ["array", "null"]}, "interfaces": {"type": ["array", "null"]}}}},
+        "nccl_versions": {"type": "array", "items": STR}}},
 }
 BENCH = envelope("bench", "ncclcheck bench: one run, an nccl-tests import, or a --compare set", {
     **_RUN_COMMON,
@@ -103,7 +107,8 @@ DIAGNOSIS = envelope("diagnosis", "ncclcheck diagnosis: what NCCL logs say went 
         "type": "object",
         "properties": {"id": STR, "severity": SEVERITY, "title": OPT_STR, "message": STR,
                        "cause": OPT_STR, "fix": OPT_STR, "docs": OPT_STR,
-                       "count": {"type": "integer", "minimum": 0}, "hosts": STRS}}},
+                       "count": {"type": "integer", "minimum": 0}, "hosts": STRS,
+                       "ranks": {"type": "array"}}}},
 })
 
 RECOMMENDATION = envelope("recommendation", "ncclcheck recommendation: NCCL settings and reasons", {
