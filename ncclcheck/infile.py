@@ -8,6 +8,9 @@ is larger. ``diagnose`` is the one reader that streams instead (it may follow an
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from pathlib import Path
 
@@ -23,6 +26,8 @@ LIMITS = {
     "envfile": 1 * MiB,
 }
 
+#: The cap for a character device, whatever the kind (nothing ncclcheck reads is one).
+DEVICE_LIMIT = 16 * MiB
 _CHUNK = 4 * MiB
 
 
@@ -47,6 +52,13 @@ def read_bytes(path: str | Path, kind: str = "document", what: str = "read") -> 
     try:
         f = sys.stdin.buffer if str(path) == "-" else open(path, "rb")  # noqa: SIM115
         try:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(errno.EISDIR, "Is a directory")
+            if stat.S_ISCHR(mode):  # /dev/zero, /dev/urandom: endless, so a small cap
+                limit = min(limit, DEVICE_LIMIT)
+            elif stat.S_ISREG(mode) and os.fstat(f.fileno()).st_size > limit:
+                total = limit + 1
             while total <= limit:
                 chunk = f.read(min(_CHUNK, limit + 1 - total))
                 if not chunk:

@@ -160,3 +160,28 @@ def _refs(value):
     elif isinstance(value, list):
         for v in value:
             yield from _refs(v)
+
+
+@pytest.mark.parametrize("command", [["report"], ["recommend", "--probe"], ["recommend", "--bench"],
+                                     ["probe", "--from"], ["probe", "--hostfile"],
+                                     ["bench", "--import"], ["rank", "--hostfile"]])
+def test_an_endless_input_is_exit_2_within_10_s(command):
+    import time
+
+    started = time.monotonic()
+    out = ncclcheck(*command, "/dev/zero")
+    assert out.returncode == 2 and "larger than 16 MiB" in out.stderr, out.stderr
+    assert time.monotonic() - started < 10
+
+
+def test_infile_refuses_a_large_regular_file_without_reading_it(tmp_path, monkeypatch):
+    from ncclcheck import infile
+
+    path = tmp_path / "big"
+    with open(path, "wb") as f:
+        f.truncate(20 << 20)  # sparse: 20 MiB that cost nothing
+    monkeypatch.setitem(infile.LIMITS, "hostfile", 1 << 20)
+    with pytest.raises(BadInput, match="larger than 1 MiB"):
+        infile.read_text(path, "hostfile")
+    with pytest.raises(BadInput, match="cannot read"):
+        infile.read_text(tmp_path, "hostfile")
