@@ -18,7 +18,7 @@ from ncclcheck import __version__
 from ncclcheck.cliopts import GreedyOption, show_usage_error, stdout_dash
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.exitcodes import ExitCode
-from ncclcheck.textsafe import printable
+from ncclcheck.textsafe import printable, printable_lines, safe_console
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -33,18 +33,14 @@ class Ctx:
     def out(self) -> Any:
         """A rich Console on stdout."""
         if self._out is None:
-            from rich.console import Console
-
-            self._out = Console()
+            self._out = safe_console()
         return self._out
 
     @property
     def err(self) -> Any:
         """A rich Console on stderr."""
         if self._err is None:
-            from rich.console import Console
-
-            self._err = Console(stderr=True)
+            self._err = safe_console(stderr=True)
         return self._err
 
 
@@ -443,7 +439,7 @@ def report(obj: Ctx, documents: tuple[str, ...], output: str | None, fmt: str | 
     """
     from ncclcheck.report import format_for, make_report
 
-    emit(make_report(documents, format_for(output, fmt), title), output)
+    emit(printable_lines(make_report(documents, format_for(output, fmt), title)), output)
     if output and output != "-":
         obj.err.print(f"report written to {output}", markup=False, highlight=False)
 # --- end report ---

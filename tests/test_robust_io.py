@@ -185,3 +185,17 @@ def test_infile_refuses_a_large_regular_file_without_reading_it(tmp_path, monkey
         infile.read_text(path, "hostfile")
     with pytest.raises(BadInput, match="cannot read"):
         infile.read_text(tmp_path, "hostfile")
+
+
+@pytest.mark.parametrize("command", [["probe", "--from"], ["report", "--format", "md"],
+                                     ["recommend", "--explain", "--probe"]])
+def test_control_characters_from_documents_never_reach_the_terminal(tmp_path, command):
+    facts = json.loads((HOSTS / "cloud-vm-1nic" / "facts.json").read_text())
+    facts["hostname"] = "evil\x1b]0;pwned\x07\x1b[2J"
+    facts["findings"][0]["message"] += "\x1b[31m\r"
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(facts))
+    out = ncclcheck(*command, str(path))
+    assert out.returncode in (0, 3), out.stderr
+    assert "\x1b" not in out.stdout + out.stderr and "\r" not in out.stdout + out.stderr
+    assert "\\x1b" in out.stdout + out.stderr
