@@ -199,3 +199,11 @@ def test_control_characters_from_documents_never_reach_the_terminal(tmp_path, co
     assert out.returncode in (0, 3), out.stderr
     assert "\x1b" not in out.stdout + out.stderr and "\r" not in out.stdout + out.stderr
     assert "\\x1b" in out.stdout + out.stderr
+
+
+def test_probe_pays_for_no_validation():
+    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "ncclcheck", "probe",
+                          "--replay", str(HOSTS / "cloud-vm-1nic"), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "ncclcheck.schema" in out.stderr  # importtime is on
+    assert "fastjsonschema" not in out.stderr and "ncclcheck.validate" not in out.stderr
