@@ -69,10 +69,11 @@ def infer(samples: list, key: str = "") -> dict:
 
 
 def merge(inferred: dict, hand: dict) -> dict:
-    """``inferred`` with ``hand`` laid over it, key by key (the hand-written part wins)."""
+    """``inferred`` with ``hand`` laid over it, key by key (the hand-written part wins; an
+    empty hand-written schema, ``{}``, means anything)."""
     out = dict(inferred)
     for key, value in hand.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
             out[key] = merge(out[key], value)
         else:
             out[key] = value

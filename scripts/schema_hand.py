@@ -60,6 +60,11 @@ SECTION = {
     },
 }
 FAILED_NODE = {"type": "object", "properties": {"host": STR, "reason": STR}}
+#: cluster.differences and recommendation.differences: fact -> what most nodes have, outliers.
+DIFFERENCES = {"type": "object", "additionalProperties": {
+    "type": "object",
+    "properties": {"common": {}, "differs": {"type": "boolean"}, "outliers": STRS,
+                   "values": {"type": "object", "additionalProperties": STRS}}}}
 
 FACTS = envelope("facts", "ncclcheck facts: what one node's probe found", {
     "hostname": {"type": "string", "minLength": 1},
@@ -78,7 +83,7 @@ CLUSTER = envelope("cluster", "ncclcheck cluster: the facts of every node, and w
     "hosts": STRS,
     "nodes": {"type": "array", "items": {"$ref": "#/definitions/facts"}},
     "failed": {"type": "array", "items": FAILED_NODE},
-    "differences": {"type": "object", "additionalProperties": {"type": "object"}},
+    "differences": DIFFERENCES,
 }, ("nodes",))
 
 _RUN_COMMON = {
@@ -121,6 +126,7 @@ RECOMMENDATION = envelope("recommendation", "ncclcheck recommendation: NCCL sett
         "type": "array", "items": {"type": "object"}}},
     "errors": {"type": "array"},
     "failed": {"type": "array", "items": FAILED_NODE},
+    "differences": DIFFERENCES,
 })
 
 HAND = {"facts": FACTS, "cluster": CLUSTER, "bench": BENCH, "diagnosis": DIAGNOSIS,
