@@ -27,6 +27,8 @@ FIX = ROOT / "tests" / "fixtures"
 OUT = ROOT / "ncclcheck" / "schemas"
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: Whether every inferred value may also be null (the samples cannot show every failure).
+NULLABLE = True
 JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null",
               list: "array", dict: "object"}
 #: Keys that hold a map (names chosen by the data, not by ncclcheck) even when they look like
@@ -49,6 +51,8 @@ def infer(samples: list, key: str = "") -> dict:
     out: dict = {}
     if not types or types == ["null"]:  # never seen with a value: nothing known about it
         return out
+    if NULLABLE and "null" not in types:  # a probe that could not read a value writes null
+        types.append("null")
     out["type"] = types[0] if len(types) == 1 else sorted(types)
     objects = [s for s in samples if isinstance(s, dict)]
     if objects:
