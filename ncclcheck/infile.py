@@ -26,6 +26,9 @@ LIMITS = {
     "envfile": 1 * MiB,
 }
 
+NAMES = {"document": "a document", "hostfile": "a hostfile", "table": "an nccl-tests output",
+         "envfile": "an env file"}
+
 #: The cap for a character device, whatever the kind (nothing ncclcheck reads is one).
 DEVICE_LIMIT = 16 * MiB
 _CHUNK = 4 * MiB
@@ -74,7 +77,7 @@ def read_bytes(path: str | Path, kind: str = "document", what: str = "read") -> 
     except MemoryError:
         raise BadInput(f"{path}: too large to read") from None
     if total > limit:
-        raise BadInput(f"{path}: larger than {_size(limit)}; not a {kind} ncclcheck reads")
+        raise BadInput(f"{path}: larger than {_size(limit)}; not {NAMES[kind]} ncclcheck reads")
     return b"".join(parts)
 
 
