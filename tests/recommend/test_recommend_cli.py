@@ -151,7 +151,7 @@ def test_facts_a_rule_cannot_read_are_refused_naming_the_file_and_path(files, tm
     out = ncclcheck("recommend", "--probe", str(path))
     assert out.returncode == ExitCode.USAGE and out.stdout == "", out.stderr
     assert out.stderr.strip().endswith(
-        f"{path}: $.nodes[1].sections.network.data.interfaces must be array")
+        f"{path}: $.nodes[1].sections.network.data.interfaces must be array or null")
 
 
 def test_a_rule_that_fails_on_valid_facts_is_named_in_the_file_and_fail_on(files):
