@@ -102,6 +102,9 @@ def cli(ctx: click.Context) -> None:
 @click.option("--concurrency", type=click.IntRange(1), default=32, show_default=True,
               metavar="N", help="Hosts probed at once.")
 @click.option("--out-dir", metavar="DIR", help="Also write one facts file per host into DIR.")
+@click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,
+              help="How to reach the nodes: ssh (--hostfile) or slurm (srun, one task per node; "
+                   "the default inside salloc/sbatch without --hostfile).")
 @click.option("--from", "from_paths", cls=GreedyOption, metavar="DIR|FILE...",
               help="Load facts collected elsewhere (srun, pdsh, Kubernetes) instead of probing.")
 @fail_on_option
@@ -109,25 +112,30 @@ def cli(ctx: click.Context) -> None:
 def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | None,
           only: str | None, hostfile: str | None, nodes: int | None, ssh_config: str | None,
           remote_python: str | None, timeout: float, connect_timeout: float, concurrency: int,
-          out_dir: str | None, from_paths: tuple, fail_on: str | None) -> None:
+          out_dir: str | None, launcher: str | None, from_paths: tuple,
+          fail_on: str | None) -> None:
     """Collect facts about this node: GPUs, NCCL libraries, network, IB/RoCE, limits, env.
 
     \b
     With --hostfile (or --from), facts from every node, and what differs between them:
       ncclcheck probe --hostfile hosts -o cluster.json --out-dir facts/
       ncclcheck probe --from facts/          # files from srun, pdsh, Kubernetes
+      salloc -N2 ncclcheck probe --launcher slurm -o cluster.json
     """
     from ncclcheck import probe as probe_mod
     from ncclcheck.schema import dumps
 
     if output and output != "-" and os.path.isdir(output):
         raise BadInput(f"-o {output}: is a directory, not a file")
-    if hostfile or from_paths:
+    from ncclcheck.slurm import choose_launcher
+
+    launcher = choose_launcher(launcher, hostfile, list(from_paths), root, replay)
+    if hostfile or from_paths or launcher == "slurm":
         from ncclcheck.cluster import collect_cluster, exit_code, write_per_host
         from ncclcheck.render.cluster import render_cluster
 
         doc = collect_cluster(hostfile, nodes, ssh_config, remote_python, timeout,
-                              connect_timeout, concurrency, list(from_paths), only)
+                              connect_timeout, concurrency, list(from_paths), only, launcher)
         for path in write_per_host(doc, out_dir) if out_dir else []:
             obj.err.print(f"facts written to {path}", markup=False, highlight=False)
         if output and output != "-":
@@ -182,7 +190,8 @@ def record(obj: Ctx, folder: str, root: str, scrub: bool) -> None:
               help="Hostfile (DeepSpeed/MPI 'host slots=N', pssh 'user@host:port', or a list).")
 @click.option("--nodes", type=int, metavar="N", help="Use the first N hosts of the hostfile.")
 @click.option("--port-range", default="29500-29599", show_default=True, metavar="LO-HI",
-              help="On the master, MASTER_PORT is the first port here that is free.")
+              help="Every node prints LO; if LO is busy on the master, it fails and names a "
+                   "free port of the range for --master-port.")
 @click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT",
               help="Use this MASTER_PORT (checked free on the master).")
 @click.option("--export", "export", is_flag=True, help="Prefix each line with 'export '.")
@@ -197,7 +206,8 @@ def rank(obj: Ctx, hostfile: str, nodes: int | None, port_range: str, master_por
     torchrun --nnodes=$NNODES --node-rank=$NODE_RANK --nproc-per-node=8 \\
              --master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py
 
-    MASTER_PORT is checked free on this node only, so it is meaningful on the master (rank 0).
+    Every node prints the same MASTER_PORT, or the master fails (exit 1) and names the
+    --master-port to give every node.
     """
     import json
 
@@ -246,6 +256,9 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("--nodes", type=click.IntRange(1), metavar="N",
               help="Use the first N hosts of --hostfile.")
 @click.option("--hostfile", metavar="FILE", help="Hosts to run on over ssh, one per line.")
+@click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,
+              help="ssh (--hostfile) or slurm (srun, one rank per node; the default inside "
+                   "salloc/sbatch without --hostfile).")
 @click.option("--ssh-config", metavar="FILE", help="ssh config for the nodes (ssh -F).")
 @click.option("--remote-python", metavar="PATH",
               help="Python on the other nodes (default: this interpreter's path).")
@@ -282,7 +295,8 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
           master_port: int | None,
           timeout: float, env_assignments: tuple, env_files: tuple, compare: bool,
           import_path: str | None, nccl_log_dir: str | None, link_rate: float | None,
-          as_json: bool, output: str | None, compare_files: tuple) -> None:
+          as_json: bool, output: str | None, compare_files: tuple,
+          launcher: str | None = None) -> None:
     """Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL or gloo).
 
     \b
@@ -305,7 +319,7 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
         timeout=timeout,
         env_assignments=list(env_assignments), env_files=list(env_files), compare=compare,
         compare_files=list(compare_files), import_path=import_path, nccl_log_dir=nccl_log_dir,
-        link_rate=link_rate, as_json=as_json, output=output)
+        link_rate=link_rate, as_json=as_json, output=output, launcher=launcher)
     run_command(request, obj.out, obj.err)
 # --- end bench ---
 

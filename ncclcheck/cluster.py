@@ -132,8 +132,17 @@ def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, s
     from ncclcheck.infile import read_text
 
     text = read_text(path)
-    docs = split_documents(text, str(path))
-    if not docs:
+    from ncclcheck.pdsh import split_pdsh
+
+    per_host = split_pdsh(text)  # pdsh -w ... probe --json: "host: line" lines
+    docs = [] if per_host else split_documents(text, str(path))
+    for host, body in (per_host or {}).items():
+        try:
+            docs.extend(split_documents(body, f"{path} ({host})"))
+        except BadInput as exc:
+            last = body.splitlines()[-1][:200]
+            failed.append({"host": host, "reason": f"{host}: {exc} ({last})"})
+    if not docs and not failed:
         raise BadInput(f"{path}: empty file")
     for doc in docs:
         doc = schema.check(doc, str(path), (FACTS, CLUSTER))
@@ -342,12 +351,24 @@ def cluster_document(nodes: list[dict[str, Any]], failed: list[dict[str, str]], 
 
 def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | None,
                     remote_python: str | None, timeout: float, connect_timeout: float,
-                    concurrency: int, from_paths: list[str], only: str | None) -> dict[str, Any]:
-    """``probe --hostfile`` / ``probe --from``: the cluster document (one of the two sources)."""
+                    concurrency: int, from_paths: list[str], only: str | None,
+                    launcher: str | None = None) -> dict[str, Any]:
+    """``probe --hostfile``/``--from``/``--launcher slurm``: the cluster document."""
     if hostfile and from_paths:
         raise BadInput("use --hostfile or --from, not both")
     if from_paths:
         return load_sources(from_paths)
+    if launcher == "slurm":
+        import os
+
+        from ncclcheck.probe import select
+        from ncclcheck.slurm import probe_via_srun
+
+        if only:
+            select(only.split(","))
+        return probe_via_srun(dict(os.environ), timeout, only, remote_python)
+    if not hostfile:
+        raise BadInput("--launcher ssh needs --hostfile")
     from ncclcheck.hostfile import load_hostfile
     from ncclcheck.probe import select
     from ncclcheck.remote import SSH

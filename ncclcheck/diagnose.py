@@ -1,7 +1,8 @@
 """``ncclcheck diagnose``: explain NCCL logs, from any launcher, streaming and with bounded memory.
 
-Flow: open each input (file, gzip file or ``-``) → stream its lines → keep the cheap-to-spot
-candidates (:class:`Wanted`) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
+Flow: open each input (file, gzip file or ``-``) → keep only the lines holding one of
+:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
+:class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
 (:mod:`ncclcheck.signatures.derived`) → build the ``ncclcheck/diagnosis`` document.
 
@@ -17,27 +18,35 @@ The document::
 
 from __future__ import annotations
 
+import re
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
 from ncclcheck.logparse.reader import (
     InputStats,
     check_readable,
-    iter_lines,
     open_source,
 )
+from ncclcheck.logparse.prefilter import iter_matching
+from ncclcheck.logparse.nccl import OLD_KEYS
+from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
+from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.signatures.derived import plural, run_checks
+from ncclcheck.signatures.pasted import check_pasted
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 #: What a line without "NCCL" must contain to matter: NCCL's own API names (ncclShmOpen,
 #: ncclSystemError, /dev/shm/nccl-*), crash signals, the torch heartbeat, RDMA device names, the
-#: MPI launcher's UCX/PMIx errors, Python's ENOMEM (fork on EFA).
+#: MPI launcher's UCX/PMIx errors (the words their signature looks for), Python's ENOMEM (fork on EFA).
 #: NCCL's WARN text repeated by PyTorch after "Last error:" is caught by taking the next line.
 TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"infiniband",
-             b"Last error", b"UCX", b"PMIX", b"[Errno 12]")
+             b"Last error", b"network device", b"PMIX ERROR", b"[Errno 12]")
+#: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
+KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS + tuple(PASTED_FOLLOW)
+NEXT_KEYS = {b"Last error": 1, **PASTED_FOLLOW}
 
 
 class Wanted:
@@ -68,6 +77,35 @@ class Wanted:
         return False
 
 
+#: characters from the input that must not reach a terminal raw: C0 (but tab), DEL, C1 (CSI is
+#: \x9b) and the bidirectional overrides that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_text(text: str) -> str:
+    r"""``text`` with every control character written as an escape, so that a hostile log cannot
+    rewrite the terminal (issue 16): ``\x1b[2J`` is shown, not obeyed.
+
+    >>> safe_text("WARN \x1b[2Jcleared\x07 \u202eevil\tok")
+    'WARN \\x1b[2Jcleared\\x07 \\u202eevil\tok'
+    """
+    if not _UNSAFE.search(text):
+        return text
+    return _UNSAFE.sub(lambda m: (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
+                                  else f"\\u{ord(m.group()):04x}"), text)
+
+
+def escape_controls(obj: Any) -> Any:
+    """Apply :func:`safe_text` to every string (keys included) of a JSON-like document."""
+    if isinstance(obj, str):
+        return safe_text(obj)
+    if isinstance(obj, dict):
+        return {escape_controls(k): escape_controls(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [escape_controls(v) for v in obj]
+    return obj
+
+
 def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> dict[str, Any]:
     """Read every input and return the diagnosis document.
 
@@ -89,19 +127,33 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     for path in paths:
         check_readable(path)
     state = LogState()
+    pasted = Pasted()
     inputs: list[InputStats] = []
     for path in paths:
         with open_source(path, stdin) as src:
             feed = state.feed_bytes
             name = src.stats.name
-            for lineno, raw in iter_lines(src.stream, src.stats, Wanted(), always=b"NCCL"):
+            for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
                 feed(raw, name, lineno)
+                if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
+                    text = raw.decode("utf-8", "replace")
+                    pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
+                elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
+                    pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
+            pasted.close()
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")
             inputs.append(src.stats)
     run_checks(state)
-    return build_document(state, inputs)
+    check_pasted(state, pasted)
+    doc = build_document(state, inputs)
+    if pasted.kinds:
+        doc["pasted"] = escape_controls(pasted.document())
+        if not doc["findings"] and not doc["summary"]["nccl_lines"]:
+            doc["summary"]["verdict"] = ("no NCCL log lines; nothing to report in the pasted "
+                                         + ", ".join(sorted(pasted.kinds)))
+    return doc
 
 
 def _gdr_summary(p: Proc) -> Optional[str]:
@@ -184,9 +236,20 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
     started = sum(1 for p in procs if p.comms)
     complete = sum(1 for p in procs if p.init_complete)
     hosts = host_facts(procs)
-    healthy = nccl_lines > 0 and not counts["error"] and not counts["warning"]
+    # "healthy" needs the log to show it: every process that joined a communicator completed
+    # init (issue 19). A clean log that stops before Init COMPLETE shows no failure, and no health.
+    joined = [p for p in procs if p.comms] or procs
+    clean = nccl_lines > 0 and not counts["error"] and not counts["warning"]
+    healthy = clean and complete > 0 and all(p.init_complete for p in joined)
     if nccl_lines == 0 and not findings:
         verdict = "no NCCL output found (run the job with NCCL_DEBUG=INFO)"
+    elif nccl_lines == 0 and not counts["error"] and not counts["warning"]:
+        verdict = f"no NCCL log lines; {plural(counts['info'], 'note')} from the output read"
+    elif clean and not healthy:
+        verdict = (f"no failure seen, but {complete}/{len(joined)} "
+                   f"{'process' if len(joined) == 1 else 'processes'} reached Init COMPLETE"
+                   + (f" ({plural(len(hosts), 'host')}, network {', '.join(networks)})"
+                      if networks else ""))
     elif healthy:
         verdict = (f"healthy: {plural(len(procs), 'process')} on {plural(len(hosts), 'host')}"
                    + (f", {complete} reached Init COMPLETE" if complete else "")
@@ -212,4 +275,4 @@ def build_document(state: LogState, inputs: list[InputStats]) -> dict[str, Any]:
         doc["ranks_omitted"] = max(0, len(procs) - MAX_RANKS_LISTED) + state.procs_dropped
     if state.parse_errors:
         doc["parser"] = {"errors": state.parse_errors, "first_error": state.first_parse_error}
-    return doc
+    return escape_controls(doc)  # type: ignore[no-any-return]

@@ -103,9 +103,28 @@ def env_allowed(name: str) -> bool:
     return name in ENV_ALLOW_NAMES or name.startswith(ENV_ALLOW_PREFIXES)
 
 
+#: ``user:secret@`` in a value (``redis://user:secret@host``, ``admin:pw@10.0.0.1``): the secret
+#: runs to the ``@``, so an unencoded ``/`` or ``:`` in it is hidden too.
+CREDENTIALS = re.compile(r"(?P<user>[^\s:/@,;=]+):(?!//)(?P<secret>[^\s@]*)@")
+
+
+def hide_credentials(value: str) -> str:
+    """``value`` with the secret of every ``user:secret@`` replaced by ``***``.
+
+    An allow-listed variable may still hold a URL with credentials (``MASTER_ADDR`` given as a
+    store URL, say); the name and host stay, the secret never reaches facts or a recording.
+
+    >>> hide_credentials("tcp://admin:s3cr:et/x@10.0.0.1:29500"), hide_credentials("node-01")
+    ('tcp://admin:***@10.0.0.1:29500', 'node-01')
+    >>> hide_credentials("=mlx5_0:1,mlx5_1:1"), hide_credentials("bob@node-01")
+    ('=mlx5_0:1,mlx5_1:1', 'bob@node-01')
+    """
+    return CREDENTIALS.sub(lambda m: f"{m.group('user')}:***@", value)
+
+
 def filter_environ(env: dict[str, str]) -> dict[str, str]:
-    """Return only the allow-listed variables of ``env``, sorted by name."""
-    return {k: env[k] for k in sorted(env) if env_allowed(k)}
+    """Return only the allow-listed variables of ``env``, sorted by name, credentials hidden."""
+    return {k: hide_credentials(env[k]) for k in sorted(env) if env_allowed(k)}
 
 
 @dataclass(frozen=True)

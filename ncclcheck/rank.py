@@ -11,10 +11,15 @@ This node is found by matching the hostfile entries against its interface addres
 do not match directly, against their resolved addresses (``getaddrinfo``, 2 s per name).
 Loopback results do not count (Debian maps the hostname to 127.0.1.1 on every node).
 
-``MASTER_ADDR`` is the first entry as written. ``MASTER_PORT`` is checked free on this node only,
-so it means something only on the master (rank 0): there it is the first free port of
-``--port-range`` (default 29500-29599); other nodes print the range's first port, which is what
-the master prints unless that port is busy there (the master then says so on stderr).
+A hostfile of one entry that names ``localhost`` or a loopback address (DeepSpeed's usual
+single-node ``localhost slots=8``) is this node. In a hostfile of several nodes such an entry would
+name a different machine on each node, so it is refused.
+
+``MASTER_ADDR`` is the first entry as written. ``MASTER_PORT`` is the same on every node, or the
+command fails: a worker cannot see which ports are busy on the master, so every node prints the
+first port of ``--port-range`` (default 29500-29599), and the master checks that this port is free
+there. When it is busy, the master exits 1 and names a free port of the range to pass to every node
+as ``--master-port``. On a single node nobody else has to agree, so it takes the first free port.
 """
 
 from __future__ import annotations
@@ -172,6 +177,22 @@ def _getaddrinfo(host: str) -> "set | None":
     return {a for a in found if a} or None
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
+                            "ip6-loopback"})
+
+
+def is_loopback_host(host: str) -> bool:
+    """True for ``localhost`` (and its usual aliases) and loopback addresses.
+
+    >>> is_loopback_host("localhost"), is_loopback_host("127.0.0.1"), is_loopback_host("node1")
+    (True, True, False)
+    """
+    address = normalize_address(host)
+    if address is not None:
+        return is_loopback(address)
+    return host.lower().rstrip(".") in LOOPBACK_NAMES
+
+
 def find_rank(targets: list[Target], me: Identity,
               resolver: Callable[[str], "set | None"] | None = None,
               source: str = "hostfile") -> int:
@@ -189,7 +210,17 @@ def find_rank(targets: list[Target], me: Identity,
     >>> dns = {"node1": {"198.18.0.11"}, "node2.example": {"198.18.0.12"}}
     >>> find_rank([Target("node1"), Target("node2.example")], me, dns.get)
     1
+    >>> find_rank([Target("localhost", slots=2)], me, dns.get)
+    0
     """
+    loopback = [t for t in targets if is_loopback_host(t.host)]
+    if loopback and len(targets) == 1:
+        return 0
+    if loopback:
+        where = f"line {loopback[0].line} ({loopback[0].host})" if loopback[0].line \
+            else loopback[0].host
+        raise BadInput(f"{source}: {where} means a different machine on each node; in a "
+                       "hostfile of several nodes, write each node's name or address")
     direct = [i for i, t in enumerate(targets) if _direct_match(t.host, me)]
     if len(direct) > 1:
         raise BadInput(_twice(targets, direct, source))
@@ -257,6 +288,8 @@ def first_free_port(ports: Iterable[int], is_free: Callable[[int], bool] = port_
     for port in tried:
         if is_free(port):
             return port
+    if not tried:
+        raise NcclcheckError("no port to try (use --port-range or --master-port)")
     raise NcclcheckError(f"no free port in {tried[0]}-{tried[-1]} on this node "
                          "(use --port-range or --master-port)")
 
@@ -272,8 +305,8 @@ def rank_assignments(targets: list[Target], me: Identity | None = None,
 
     >>> me = Identity({"198.18.0.11"}, {"node1"})
     >>> rank_assignments([Target("198.18.0.11", slots=8), Target("198.18.0.12", slots=8)], me,
-    ...                  is_free=lambda p: p != 29500)
-    {'NNODES': 2, 'NODE_RANK': 0, 'MASTER_ADDR': '198.18.0.11', 'MASTER_PORT': 29501, 'NPROC_PER_NODE': 8}
+    ...                  is_free=lambda p: p != 29501)
+    {'NNODES': 2, 'NODE_RANK': 0, 'MASTER_ADDR': '198.18.0.11', 'MASTER_PORT': 29500, 'NPROC_PER_NODE': 8}
     """
     me = me or local_identity()
     rank = find_rank(targets, me, resolver, source)
@@ -283,13 +316,20 @@ def rank_assignments(targets: list[Target], me: Identity | None = None,
             raise NcclcheckError(f"--master-port {master_port} is in use on this node "
                                  "(the master)")
         port = master_port
-    elif rank == 0:
+    elif len(targets) == 1:
         port = first_free_port(range(low, high + 1), is_free)
         if port != low and notes is not None:
-            notes.append(f"port {low} is busy on this node (the master); MASTER_PORT={port} "
-                         f"here, other nodes print {low}: run them with --master-port {port}")
+            notes.append(f"port {low} is busy on this node; MASTER_PORT={port}")
+    elif rank == 0 and not is_free(low):
+        try:
+            free = f"--master-port {first_free_port(range(low + 1, high + 1), is_free)}"
+        except NcclcheckError:
+            free = "--master-port with a port free on this node"
+        raise NcclcheckError(f"MASTER_PORT {low} is busy on this node (the master), and the "
+                             "other nodes cannot see that, so they would print "
+                             f"{low}: run ncclcheck rank on every node with {free}")
     else:
-        port = low
+        port = low  # every node prints the same port; the master has checked it is free
     values = {"NNODES": len(targets), "NODE_RANK": rank, "MASTER_ADDR": targets[0].host,
               "MASTER_PORT": port}
     slots = {t.slots for t in targets}

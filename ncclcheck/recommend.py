@@ -326,8 +326,10 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
 def _wrap(text: str, first: str, width: int = 98) -> list[str]:
     import textwrap
 
+    # never inside a word: a value in a comment (NCCL_IB_HCA==mlx5_0:1,...) is copied by users
     return textwrap.wrap(text, width=width, initial_indent=first,
-                         subsequent_indent=" " * min(len(first), 4)) or [first.rstrip()]
+                         subsequent_indent=" " * min(len(first), 4), break_long_words=False,
+                         break_on_hyphens=False) or [first.rstrip()]
 
 
 def header_lines(doc: dict[str, Any], fmt: str) -> list[str]:
@@ -344,7 +346,8 @@ def header_lines(doc: dict[str, Any], fmt: str) -> list[str]:
         lines += ["Use: set -a; . ./nccl.env; set +a  |  NCCL_CONF_FILE=$PWD/nccl.env (NCCL >= 2.23)",
                   "     docker run --env-file nccl.env  |  systemd EnvironmentFile="
                   + ("" if azure else "  |  /etc/nccl.conf"),
-                  "A variable already in a process's environment wins over this file in NCCL."]
+                  "Sourced (set -a; .), this file overrides the environment. Read by NCCL itself",
+                  "(NCCL_CONF_FILE, /etc/nccl.conf), a variable already in the environment wins."]
     else:
         lines += ["Use: . ./nccl.sh (bash, zsh, sh) before torchrun, srun or mpirun."]
     if azure:

@@ -70,7 +70,8 @@ def bare_block(t, warmup, iters):
 
 def mean_over_ranks(us):
     every = torch.zeros(2, dtype=torch.float64)
-    dist.all_gather_into_tensor(every, torch.tensor([us], dtype=torch.float64))
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor  # as worker
+    gather(every, torch.tensor([us], dtype=torch.float64))
     return every.mean().item()
 """
 

@@ -80,3 +80,22 @@ def make_cluster():
 def two_nodes(make_cluster):
     """A shared 2-node cluster with unlimited links (``make_cluster(2)``)."""
     return make_cluster(2)
+
+
+slurm = impl.netns_slurm
+
+
+@pytest.fixture(scope="module")
+def slurm_cluster(make_cluster):
+    """A 2-node cluster (400 Mbit/s links) with real Slurm: ``(cluster, env)``, where ``env``
+    has ``SLURM_CONF`` for srun/salloc/scontrol. Node names resolve nowhere but in Slurm's
+    NodeAddr. Skips, saying why, when Slurm or munge is not installed (CI: fails instead)."""
+    import os
+
+    missing = slurm.missing_tools()
+    if missing and not os.environ.get("CI"):
+        pytest.skip(f"not installed: {', '.join(missing)} ({slurm.INSTALL})")
+    c = make_cluster(2, rate="400mbit", fresh=True)
+    slurm.start(c.state)
+    yield c, slurm.client_env(c.state_dir)
+    slurm.stop(c.state)

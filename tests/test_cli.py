@@ -88,7 +88,8 @@ def test_garbage_recorded_host_never_tracebacks(tmp_path):
                 "sys/class/infiniband/mlx5_0/ports/1/rate",
                 "sys/class/infiniband/mlx5_0/ports/1/gids/0",
                 "sys/class/infiniband/mlx5_0/ports/1/gid_attrs/types/0",
-                "etc/nccl.conf", "etc/ld.so.conf", "proc/sys/kernel/hostname"):
+                "etc/nccl.conf", "etc/ld.so.conf", "proc/sys/kernel/hostname",
+                "usr/local/cuda/version.json", "usr/local/cuda/version.txt"):
         path = rec / "root" / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))))
@@ -102,7 +103,8 @@ def test_garbage_recorded_host_never_tracebacks(tmp_path):
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     doc = json.loads(out.stdout)
-    assert set(doc["sections"]) == {"host", "gpu", "nccl", "network", "ib", "limits", "env"}
+    assert set(doc["sections"]) == {"host", "gpu", "cuda", "nccl", "network", "ib", "limits",
+                                    "env", "netpath", "platform"}
     # garbage is unknown data, said so in errors; no probe trips over it
     status = {n: s["status"] for n, s in doc["sections"].items()}
     assert "error" not in status.values(), {n: s["errors"] for n, s in doc["sections"].items()}

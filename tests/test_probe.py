@@ -131,7 +131,8 @@ def test_several_versions_name_what_torch_and_other_programs_load():
 @pytest.mark.parametrize("host, expected", [
     ("h100-ib-8gpu", {"nccl-version-multiple": "warning"}),
     ("a100-roce-bond", {"limits-memlock-limited": "error", "limits-shm-too-small": "error",
-                        "ib-gdr-not-ready": "warning", "nccl-version-multiple": "warning"}),
+                        "ib-gdr-not-ready": "warning", "nccl-version-multiple": "warning",
+                        "gpu-nic-affinity": "warning", "gpu-cuda-driver-too-old": "warning"}),
     ("cloud-vm-1nic", {"limits-shm-too-small": "error"}),
     ("this-machine", {}),
 ])

@@ -60,24 +60,42 @@ def test_listed_twice_is_refused():
 
 def test_master_port_choice():
     master = Identity({"10.1.0.1"}, {"gpu-01"})
-    notes = []
-    values = rank_assignments(HOSTS, master, (29500, 29510), is_free=lambda p: p > 29501,
-                              resolver=no_dns, notes=notes)
-    assert values == {"NNODES": 3, "NODE_RANK": 0, "MASTER_ADDR": "gpu-01",
-                      "MASTER_PORT": 29502, "NPROC_PER_NODE": 8}
-    assert notes == ["port 29500 is busy on this node (the master); MASTER_PORT=29502 here, "
-                     "other nodes print 29500: run them with --master-port 29502"]
+    assert rank_assignments(HOSTS, master, (29500, 29510), is_free=lambda p: p != 29501,
+                            resolver=no_dns)["MASTER_PORT"] == 29500
+    # 29500 busy on the master: the workers cannot know, so the master fails with the fix
+    with pytest.raises(NcclcheckError, match=r"MASTER_PORT 29500 is busy on this node \(the "
+                       r"master\).*run ncclcheck rank on every node with --master-port 29502"):
+        rank_assignments(HOSTS, master, (29500, 29510), is_free=lambda p: p > 29501,
+                         resolver=no_dns)
     worker = rank_assignments(HOSTS, ME, (29500, 29510), is_free=lambda p: False,
                               resolver=no_dns)
     assert worker["MASTER_PORT"] == 29500 and worker["NODE_RANK"] == 1  # not checked off-master
-    with pytest.raises(NcclcheckError, match="no free port in 29500-29501"):
+    with pytest.raises(NcclcheckError, match="with --master-port with a port free"):
         rank_assignments(HOSTS, master, (29500, 29501), is_free=lambda p: False, resolver=no_dns)
+    with pytest.raises(NcclcheckError, match="with --master-port with a port free"):
+        rank_assignments(HOSTS, master, (29500, 29500), is_free=lambda p: False, resolver=no_dns)
+    # one node: nobody else has to agree, so the first free port is taken
+    notes = []
+    alone = rank_assignments(parse_hostfile("gpu-01 slots=8\n"), master, (29500, 29510),
+                             is_free=lambda p: p > 29501, resolver=no_dns, notes=notes)
+    assert alone["MASTER_PORT"] == 29502 and notes == ["port 29500 is busy on this node; "
+                                                       "MASTER_PORT=29502"]
     with pytest.raises(NcclcheckError, match="--master-port 6000 is in use"):
         rank_assignments(HOSTS, master, master_port=6000, is_free=lambda p: False,
                          resolver=no_dns)
     mixed = parse_hostfile("gpu-01 slots=8\ngpu-02 slots=4\n")
     assert "NPROC_PER_NODE" not in rank_assignments(mixed, ME, resolver=no_dns,
                                                     is_free=lambda p: True)
+
+
+def test_localhost_hostfile_is_this_node():
+    """DeepSpeed's single-node hostfile; several nodes with localhost are refused (any node)."""
+    for text in ("localhost slots=2\n", "127.0.0.1 slots=2\n", "[::1]:22\n"):
+        values = rank_assignments(parse_hostfile(text, "hf"), ME, resolver=no_dns,
+                                  is_free=lambda p: True)
+        assert (values["NNODES"], values["NODE_RANK"]) == (1, 0)
+    with pytest.raises(BadInput, match="hf: line 2 \\(localhost\\) means a different machine"):
+        find_rank(parse_hostfile("gpu-02\nlocalhost\n", "hf"), ME, no_dns, "hf")
 
 
 def test_real_port_check_sees_a_listener():
@@ -128,6 +146,11 @@ def test_cli_errors_exit_2_with_one_line(tmp_path):
     assert (bad.returncode, bad.stderr) == (
         2, f"ncclcheck: error: {tmp_path / 'nope'}: cannot read hostfile "
            "(No such file or directory)\n")
+    local = tmp_path / "local"
+    local.write_text("localhost slots=2\n")
+    single = cli("--hostfile", str(local), "--json")
+    assert single.returncode == 0, single.stderr
+    assert json.loads(single.stdout)["NPROC_PER_NODE"] == 2
     too_many = cli("--hostfile", str(hf), "--nodes", "3")
     assert too_many.returncode == 2 and "--nodes 3 asks for more" in too_many.stderr
 
@@ -161,6 +184,43 @@ def test_every_node_finds_its_rank_over_ssh(two_nodes, tmp_path):
                                              f'--hostfile {two_nodes.hostfile})"; '
                                              'echo "$NODE_RANK/$NNODES@$MASTER_ADDR"'], timeout=30)
     assert shell.stdout.strip() == f"1/2@{two_nodes.nodes[0].addr}"
+
+
+@pytest.mark.netns
+@needs_netns
+def test_master_and_worker_agree_on_the_port_while_29500_is_busy(two_nodes):
+    """The README's flow with 29500 taken on the master: never two different MASTER_PORTs."""
+    from ncclcheck.hostfile import load_hostfile
+    from ncclcheck.remote import SSH
+
+    ssh = SSH(ssh_config=two_nodes.ssh_config)
+    master, worker = load_hostfile(two_nodes.hostfile)
+    holder = ("import json, socket, subprocess, sys\n"
+              "s = socket.socket(); s.bind(('0.0.0.0', 29500)); s.listen()\n"
+              "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+              "print(json.dumps([r.returncode, r.stdout, r.stderr]))\n")
+    rank = [sys.executable, "-m", "ncclcheck", "rank", "--hostfile", two_nodes.hostfile, "--json"]
+
+    def on_master(*extra):
+        result = ssh.run(master, [sys.executable, "-c", holder, *rank, *extra], timeout=30)
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def on_worker(*extra):
+        result = ssh.run(worker, [*rank, *extra], timeout=30)
+        return result.returncode, result.stdout, result.stderr
+
+    code, out, err = on_master()
+    assert (code, out) == (1, ""), (code, out, err)
+    assert "MASTER_PORT 29500 is busy on this node (the master)" in err
+    assert "run ncclcheck rank on every node with --master-port 29501" in err
+    code, out, err = on_worker()
+    assert code == 0 and json.loads(out)["MASTER_PORT"] == 29500, err
+    ports = set()
+    for code, out, err in (on_master("--master-port", "29501"),
+                           on_worker("--master-port", "29501")):
+        assert code == 0, err
+        ports.add(json.loads(out)["MASTER_PORT"])
+    assert ports == {29501}
 
 
 # -- bounds (issue 16) -------------------------------------------------------------------------

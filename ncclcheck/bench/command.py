@@ -50,6 +50,7 @@ class BenchRequest:
     link_rate: float | None = None
     as_json: bool = False
     output: str | None = None
+    launcher: str | None = None
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:
@@ -79,7 +80,7 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         timeout=req.timeout, candidate_env=env, nodes=req.nodes, hostfile=req.hostfile,
         ssh_config=req.ssh_config, remote_python=req.remote_python,
         connect_timeout=req.connect_timeout, master_addr=req.master_addr,
-        master_port=req.master_port,
+        master_port=req.master_port, launcher=req.launcher,
         nccl_log_dir=req.nccl_log_dir, link_rate_gbps=req.link_rate,
         average=sweep.get_average(req.average),
         sweep={"min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": req.step_factor})
@@ -94,6 +95,43 @@ def progress_for(out: Any, as_json: bool) -> Any:
     from ncclcheck.render.bench import RichProgress
 
     return RichProgress(out)
+
+
+def launcher_note(environ: dict[str, str]) -> str | None:
+    """What to say when a launcher's variables are set but it gave this process no rank: e.g.
+    ``accelerate launch --cpu`` that started one process (ncclcheck then starts its own ranks).
+
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True"})
+    "accelerate's variables are set (ACCELERATE_USE_CPU) but not RANK and WORLD_SIZE: it started this process alone, and ncclcheck started the ranks"
+    >>> launcher_note({"ACCELERATE_USE_CPU": "True", "RANK": "0", "WORLD_SIZE": "2",
+    ...                "MASTER_ADDR": "127.0.0.1"}) is None
+    True
+    """
+    from ncclcheck.bench.environ import detect_launcher
+
+    names = sorted(k for k in environ if k.startswith("ACCELERATE_"))
+    if not names or detect_launcher(environ):
+        return None
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return (f"accelerate's variables are set ({shown}) but not RANK and WORLD_SIZE: it started "
+            "this process alone, and ncclcheck started the ranks")
+
+
+def streaming_table(opts: Any, inner: Any, out: Any) -> Any:
+    """A :class:`~ncclcheck.render.bench_stream.StreamTable` for this run, writing to stdout
+    (flushed at each row; through rich's console, above the bar, on a terminal)."""
+    from ncclcheck.render.bench_stream import StreamTable
+
+    head = {"op": opts.op, "dtype": opts.dtype, "warmup": opts.warmup, "iters": opts.iters,
+            "check": int(bool(opts.check)), "sweep": opts.sweep}
+    if type(inner).__name__ == "RichProgress":
+        def write(text: str) -> None:
+            out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
+    else:
+        def write(text: str) -> None:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    return StreamTable(head, write, inner)
 
 
 def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
@@ -139,10 +177,22 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
         return
     from ncclcheck.bench import launch
 
-    doc = launch.run(bench_options(req), progress_for(out, req.as_json))
+    opts = bench_options(req)
+    progress = progress_for(out, req.as_json)
+    stream = None
+    if not req.as_json and req.output != "-":  # the table: each row as its size finishes
+        stream = streaming_table(opts, progress, out)
+        progress = stream
+    note = launcher_note(dict(os.environ))
+    if note:
+        err.print(f"bench: {note}", highlight=False, soft_wrap=True)
+    doc = launch.run(opts, progress)
     if doc is None:  # a non-zero rank inside a launcher: rank 0 reports
         return
-    write_outputs(doc, req, render_table(doc), err)
+    if note and isinstance(doc.get("launch"), dict):
+        doc["launch"]["note"] = note
+    text = stream.rest(doc) if stream is not None and stream.started else render_table(doc)
+    write_outputs(doc, req, text, err)
     if doc.get("wrong_total"):
         raise NcclcheckError(f"{doc['wrong_total']} wrong elements (#wrong): the collective "
                              "returned incorrect data")

@@ -34,7 +34,10 @@ cell, out-of-place and in-place.
 
     {"schema": "ncclcheck/bench", ..., "source": "ncclcheck compare",
      "runs": [{"label": "a.env", "env_file": "a.env", "bench": {one run, as above}}, ...],
-     "best": {"label": "a.env", "peak_busbw_gbps": 45.6}}
+     "ignored": {"backend": "gloo", "variables": ["NCCL_ALGO"], "all": true} | null,
+     "best": {"label": "a.env", "peak_busbw_gbps": 45.6} | null}
+
+``best`` is named only beyond the spread of the repeats (:func:`compare_document`).
 """
 
 from __future__ import annotations
@@ -139,17 +142,100 @@ def bench_document(*, source: str, op: str, dtype: str, backend: str, world_size
         link_rate_gbps=link_rate_gbps)
 
 
+#: NCCL variables the gloo backend still follows: bench turns NCCL_SOCKET_IFNAME into gloo's
+#: GLOO_SOCKET_IFNAME (:mod:`ncclcheck.bench.ifname`). Every other NCCL_*/TORCH_NCCL_* variable
+#: is read by libnccl only, which gloo never loads.
+GLOO_FOLLOWS = frozenset({"NCCL_SOCKET_IFNAME"})
+
+
+def busbw_spread(row: dict[str, Any] | None) -> tuple[float, float] | None:
+    """(lowest, highest) busbw that one size's repeats gave: out-of-place and in-place (the
+    same collective run twice), each also at the slowest rank's time.
+
+    >>> busbw_spread({"out_of_place": {"busbw_gbps": 2.0, "time_us": 10.0, "time_us_max": 20.0},
+    ...               "in_place": {"busbw_gbps": 3.0}})
+    (1.0, 3.0)
+    """
+    values = []
+    for cell in cells([row] if row else []):
+        if cell.get("busbw_gbps") is None:
+            continue
+        values.append(cell["busbw_gbps"])
+        if cell.get("time_us") and cell.get("time_us_max"):
+            values.append(cell["busbw_gbps"] * cell["time_us"] / cell["time_us_max"])
+    return (min(values), max(values)) if values else None
+
+
+def clear_winner(spreads: list[tuple[float, float] | None]) -> int | None:
+    """The index whose lowest busbw beats every other's highest, or None (within the noise).
+
+    >>> clear_winner([(1.0, 2.0), (2.5, 3.0)]), clear_winner([(1.0, 2.6), (2.5, 3.0)])
+    (1, None)
+    >>> clear_winner([(0.0, 0.0), (0.0, 0.0)]), clear_winner([(1.0, 1.0), None])
+    (None, None)
+    """
+    known = [(i, s) for i, s in enumerate(spreads) if s is not None]
+    if len(known) < 2:
+        return None
+    for i, (low, _) in known:
+        if all(low > high for j, (_, high) in known if j != i):
+            return i
+    return None
+
+
+def row_at(run: dict[str, Any], size: int) -> dict[str, Any] | None:
+    """The run's row for ``size`` bytes, if it has one."""
+    rows = [r for r in run["bench"].get("rows") or [] if r.get("size_bytes") == size]
+    return rows[0] if rows else None
+
+
+def ignored_settings(runs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The variables the runs differ in that their backend ignores (gloo and NCCL_*), or None.
+
+    >>> ignored_settings([{"env": {"NCCL_ALGO": "Ring"}, "bench": {"backend": "gloo"}},
+    ...                   {"env": {"NCCL_ALGO": "Tree"}, "bench": {"backend": "gloo"}}])
+    {'backend': 'gloo', 'variables': ['NCCL_ALGO'], 'all': True}
+    """
+    backends = {r["bench"].get("backend") for r in runs if r["bench"].get("backend")}
+    if backends != {"gloo"}:
+        return None
+    names = sorted({k for r in runs for k in (r.get("env") or {})})
+    differ = [k for k in names if len({(r.get("env") or {}).get(k) for r in runs}) > 1]
+    ignored = [k for k in differ if k.startswith(("NCCL_", "TORCH_NCCL_"))
+               and k not in GLOO_FOLLOWS]
+    if not ignored:
+        return None
+    return {"backend": "gloo", "variables": ignored, "all": len(ignored) == len(differ)}
+
+
 def compare_document(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The ``--compare`` document from ``[{"label", "env_file", "bench"}]``; best = highest peak.
+    """The ``--compare`` document from ``[{"label", "env_file", "env", "bench"}]``.
+
+    ``best`` is the run with the highest peak busbw, named only when it is beyond the noise: at
+    its peak size its lowest busbw over the repeats (:func:`busbw_spread`) beats every other
+    run's highest, and the runs do not differ only in variables their backend ignores
+    (``ignored``: gloo does not read NCCL_ALGO and the like). Otherwise ``best`` is null.
 
     >>> doc = compare_document([{"label": "a", "bench": {"peak_busbw_gbps": 2.0}},
     ...                         {"label": "b", "bench": {"peak_busbw_gbps": 3.0}}])
     >>> doc["best"]
     {'label': 'b', 'peak_busbw_gbps': 3.0}
     """
-    scored = [r for r in runs if r["bench"].get("peak_busbw_gbps") is not None]
-    best = max(scored, key=lambda r: r["bench"]["peak_busbw_gbps"]) if scored else None
+    ignored = ignored_settings(runs)
+    scored = sorted((r for r in runs if r["bench"].get("peak_busbw_gbps") is not None),
+                    key=lambda r: -r["bench"]["peak_busbw_gbps"])
+    best = None
+    if len(scored) > 1 and not (ignored and ignored["all"]):
+        top = scored[0]
+        peak_size = max(top["bench"].get("rows") or [{}],
+                        key=lambda r: (busbw_spread(r) or (0.0, 0.0))[1]).get("size_bytes")
+        if peak_size is None:  # no rows: the peaks alone
+            best = top if scored[1]["bench"]["peak_busbw_gbps"] < \
+                top["bench"]["peak_busbw_gbps"] else None
+        elif clear_winner([busbw_spread(row_at(r, peak_size)) for r in scored]) == 0:
+            best = top
     return envelope("ncclcheck/bench", source="ncclcheck compare", created_at=now_utc(),
-                    runs=runs, best=({"label": best["label"],
-                                      "peak_busbw_gbps": best["bench"]["peak_busbw_gbps"]}
-                                     if best else None))
+                    runs=runs, ignored=ignored,
+                    best=({"label": best["label"],
+                           "peak_busbw_gbps": best["bench"]["peak_busbw_gbps"]}
+                          if best else None))

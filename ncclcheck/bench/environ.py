@@ -98,8 +98,14 @@ def rendezvous(environ: dict[str, str], launcher: str, master_addr: str | None,
 
     >>> rendezvous({"SLURM_STEP_NODELIST": "gpu[3-4]"}, "slurm", None, None)
     ('gpu3', 29500)
+    >>> rendezvous({"OMPI_COMM_WORLD_LOCAL_SIZE": "2", "OMPI_COMM_WORLD_SIZE": "2"}, "mpi",
+    ...            None, None)
+    ('127.0.0.1', 29500)
     """
     addr = master_addr or environ.get("MASTER_ADDR")
+    local, world = environ.get("OMPI_COMM_WORLD_LOCAL_SIZE"), environ.get("OMPI_COMM_WORLD_SIZE")
+    if not addr and launcher == "mpi" and local and local == world:
+        addr = "127.0.0.1"  # every rank on this node: no flag needed
     if not addr and launcher == "slurm":
         addr = first_slurm_host(environ.get("SLURM_STEP_NODELIST")
                                 or environ.get("SLURM_JOB_NODELIST", ""))

@@ -11,6 +11,8 @@
   (``--master-addr``/``--master-port`` override it).
 * **Inside a launcher** (torchrun, srun, mpirun, DeepSpeed): :func:`run_in_launcher` runs this
   process as the rank it was given and spawns nothing.
+* **Through Slurm** (``--launcher slurm``, the default inside salloc/sbatch without
+  ``--hostfile``): :func:`ncclcheck.slurm.bench_via_srun` starts one rank per node with srun.
 
 :class:`Monitor` watches the agents' event streams. Nothing hangs: rendezvous and each
 collective have ``--timeout`` (the process group's); the monitor also fails the run when an
@@ -40,6 +42,7 @@ from typing import Any, Callable
 from ncclcheck.bench.environ import detect_launcher, nccl_debug_env, rank_env, rendezvous
 from ncclcheck.bench.formulas import OPS
 from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.slurm import bench_via_srun, in_allocation
 
 INSTALL_HINT = "torch is not installed; pip install 'ncclcheck[bench]'"
 STALL_MARGIN_S = 10.0
@@ -77,6 +80,7 @@ class BenchOptions:
     link_rate_gbps: float | None = None
     average: str = "mean"
     sweep: dict[str, Any] | None = None
+    launcher: str | None = None  #: "ssh", "slurm", or None: slurm inside an allocation
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
@@ -116,8 +120,15 @@ def run(opts: BenchOptions, progress: Progress | None = None) -> dict[str, Any] 
     if OPS[opts.op].name == "sendrecv" and opts.procs == 1 and not opts.hostfile:
         raise BadInput("sendrecv needs at least 2 ranks")
     launcher = detect_launcher(dict(os.environ))
-    if launcher and not opts.hostfile:
+    if opts.launcher == "slurm" and opts.hostfile:
+        raise BadInput("--launcher slurm runs on the allocation's nodes; drop --hostfile")
+    if launcher and not opts.hostfile and opts.launcher != "slurm":
         return run_in_launcher(opts, launcher, progress)
+    if opts.launcher == "slurm" or (opts.launcher is None and not opts.hostfile
+                                    and in_allocation(dict(os.environ))):
+        if not torch_available():
+            raise NcclcheckError(INSTALL_HINT)
+        return bench_via_srun(opts, dict(os.environ), run_deadline(opts))
     if opts.hostfile:
         return run_multi_node(opts, progress)
     if opts.nodes not in (None, 1):
@@ -130,14 +141,48 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     """Act as the rank torchrun/srun/mpirun/DeepSpeed started; rank 0 returns the document."""
     if not torch_available():
         raise NcclcheckError(INSTALL_HINT)
-    ident = rank_env(dict(os.environ))
+    environ = dict(os.environ)
+    ident = rank_env(environ)
+    if (launcher == "mpi" and not (opts.master_addr or environ.get("MASTER_ADDR"))
+            and environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
+            != environ.get("OMPI_COMM_WORLD_SIZE")):
+        from ncclcheck.bench.mpiaddr import rank0_address
+
+        found = rank0_address()  # rank 0 tells over MPI where it is (Open MPI, bounded)
+        if found:
+            environ["MASTER_ADDR"] = found[1]
     ident["master_addr"], ident["master_port"] = rendezvous(
-        dict(os.environ), launcher, opts.master_addr, opts.master_port)
+        environ, launcher, opts.master_addr, opts.master_port)
     made_log_dir = not opts.nccl_log_dir
     log_dir = opts.nccl_log_dir or tempfile.mkdtemp(prefix="ncclcheck-bench-")
     os.makedirs(log_dir, exist_ok=True)
     os.environ.update(opts.candidate_env)
     os.environ.update(nccl_debug_env(dict(os.environ), log_dir))
+    from ncclcheck.bench.rankio import library_output_to
+
+    where = f"rank {ident['rank']} on {socket.gethostname()}"
+    kept = f" [rank logs kept in {log_dir}]"
+    try:
+        with library_output_to(os.path.join(log_dir, f"rank.{ident['rank']}.stderr")):
+            doc = _run_this_rank(opts, ident, progress)
+    except NcclcheckError as exc:
+        raise NcclcheckError(f"{where}: {exc}{kept}") from None
+    except Exception as exc:  # noqa: BLE001 - a collective or rendezvous failure: one line
+        from ncclcheck.bench.worker import one_line
+
+        raise NcclcheckError(f"{where}: {one_line(exc)}{kept}") from None
+    finally:
+        progress.stop()
+    if made_log_dir:  # success: the rank read its log already
+        shutil.rmtree(log_dir, ignore_errors=True)
+    if doc is not None:
+        doc["launch"] = {"mode": launcher, "master_addr": ident["master_addr"],
+                         "master_port": ident["master_port"]}
+    return doc
+
+
+def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress) -> dict | None:
+    """Import torch and run the sweep as this rank (library output already goes to its log)."""
     from ncclcheck.bench import worker
 
     backend = opts.backend
@@ -151,20 +196,9 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
             progress.update(event["done"], event["row"])
 
     try:
-        doc = worker.run_rank(opts.worker_spec(backend), ident, emit)
+        return worker.run_rank(opts.worker_spec(backend), ident, emit)
     except worker.RankFailure as exc:
-        raise NcclcheckError(f"rank {ident['rank']} on {socket.gethostname()}: {exc}") from None
-    except Exception as exc:  # noqa: BLE001 - a collective or rendezvous failure: one line
-        raise NcclcheckError(f"rank {ident['rank']} on {socket.gethostname()}: "
-                             f"{worker.one_line(exc)} (NCCL logs in {log_dir})") from None
-    finally:
-        progress.stop()
-    if made_log_dir:  # success: the rank read its log already
-        shutil.rmtree(log_dir, ignore_errors=True)
-    if doc is not None:
-        doc["launch"] = {"mode": launcher, "master_addr": ident["master_addr"],
-                         "master_port": ident["master_port"]}
-    return doc
+        raise NcclcheckError(str(exc)) from None
 
 
 # -- planning -----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from ncclcheck.bench import transport
+from ncclcheck.bench import meet, transport
 from ncclcheck.bench.document import TIME_BASIS, bench_document, make_row, placement_result
 from ncclcheck.bench.environ import rank_env
 from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
@@ -44,6 +44,11 @@ from ncclcheck.bench.sweep import CHECK_MODULUS, check_modulus, get_dtype
 
 Emit = Callable[[dict], None]
 CHECK_CHUNK = 1 << 24  #: elements compared at once
+
+#: torch 2.13 deprecates ``all_gather_into_tensor``/``reduce_scatter_tensor`` (a FutureWarning on
+#: every call) for the ``*_single`` names, which older releases lack: the current name, else the old.
+ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
 
 class RankFailure(Exception):
@@ -152,10 +157,10 @@ class Collective:
             return lambda: dist.all_reduce(out)
         if op == "all_gather":
             src = out.narrow(0, r * c, c) if in_place else inp
-            return lambda: dist.all_gather_into_tensor(out, src)
+            return lambda: ALL_GATHER(out, src)
         if op == "reduce_scatter":
             dst = inp.narrow(0, r * c, c) if in_place else out
-            return lambda: dist.reduce_scatter_tensor(dst, inp)
+            return lambda: REDUCE_SCATTER(dst, inp)
         if op == "broadcast":
             buf = out if in_place or r != 0 else inp
             return lambda: dist.broadcast(buf, 0)
@@ -219,6 +224,27 @@ class Collective:
             want = self.expected(start, length).to(self.dtype)
             wrong += int((result.narrow(0, start, length) != want).sum().item())
         return wrong
+
+
+def all_gather_json(obj: Any, device: Any) -> list[Any]:
+    """Every rank's ``obj`` (JSON-able), in rank order.
+
+    Not ``dist.all_gather_object``: it unpickles through ``tensor.numpy()``, and numpy is not a
+    dependency of torch's wheels (``RuntimeError: Numpy is not available``). The JSON text goes
+    as bytes in a uint8 tensor, padded to the longest, after a gather of the lengths.
+    """
+    data = json.dumps(obj, default=str).encode()
+    world = dist.get_world_size()
+    lengths = torch.zeros(world, dtype=torch.int64, device=device)
+    ALL_GATHER(lengths, torch.tensor([len(data)], dtype=torch.int64, device=device))
+    sizes = [int(n) for n in lengths.cpu().tolist()]
+    longest = max(sizes)
+    mine = torch.zeros(longest, dtype=torch.uint8, device=device)
+    mine[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+    everyone = torch.zeros(world * longest, dtype=torch.uint8, device=device)
+    ALL_GATHER(everyone, mine)
+    raw = bytes(everyone.cpu().tolist())
+    return [json.loads(raw[i * longest:i * longest + n]) for i, n in enumerate(sizes)]
 
 
 # -- timing ---------------------------------------------------------------------------------------
@@ -327,14 +353,19 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-        choose_gloo_interface(ident["master_addr"] or "127.0.0.1")
     if op.name == "sendrecv" and world < 2:
         raise RankFailure("sendrecv needs at least 2 ranks")
+    ident = {**ident, "master_addr": ident["master_addr"] or "127.0.0.1"}
+    try:  # resolves the address (Slurm's NodeAddr too); fails in 15 s naming rank and node
+        store = meet.join(dist, ident, float(spec["timeout_s"]), dict(os.environ))
+    except meet.RendezvousError as exc:
+        raise RankFailure(str(exc)) from None
+    if not cuda:
+        choose_gloo_interface(ident["master_addr"])
     os.environ["MASTER_ADDR"] = str(ident["master_addr"])
     os.environ["MASTER_PORT"] = str(ident["master_port"])
     timeout = datetime.timedelta(seconds=float(spec["timeout_s"]))
-    dist.init_process_group(backend, init_method="env://", rank=rank, world_size=world,
-                            timeout=timeout)
+    dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
     try:
         return _sweep(spec, op, dtype_info, dtype, rank, world, local_rank, cuda, device, emit)
     finally:
@@ -369,7 +400,7 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
             if rank == 0:  # a sign of life for the launcher's watch, between blocks
                 emit({"ev": "beat", "size_bytes": sizes[index], "in_place": in_place})
         mine = torch.tensor(times, dtype=torch.float64, device=device)
-        dist.all_gather_into_tensor(gathered, mine)
+        ALL_GATHER(gathered, mine)
         wrong: list[int | None] = [None, None]
         if spec["check"]:
             counted = []
@@ -400,8 +431,7 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
     me = own_transport() if cuda else transport.new_rank(socket.gethostname(), os.getpid())
     me.update({"rank": rank, "local_rank": local_rank, "host": socket.gethostname(),
                "pid": os.getpid(), **device_info(cuda, local_rank)})
-    everyone: list[Any] = [None] * world
-    dist.all_gather_object(everyone, me)
+    everyone = all_gather_json(me, device)
     if rank != 0:
         return None
     return build_document(spec, op, dtype_info.name, world, everyone, rows, cuda)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple, Optional
 
+from ncclcheck.logparse.version_hints import plugin_version_range
+
 _IFACE = re.compile(r"(?:\[\d+\])?([^\s:\[\]<>]+):(\S+?)<\d+>")
 _IB_DEV = re.compile(r"\[\d+\]\s?([^\s:\[\]]+):(\d{1,4})/(IB|RoCE)\b(/SHARP)?")
 _OOB = re.compile(r"OOB ([^\s:]+):(\S+?)<\d+>")
@@ -224,7 +226,8 @@ def parse_plugin(msg: str) -> Optional[Fact]:
         return Fact("plugin", m.group(1)[:64])
     if msg.startswith("P2P plugin "):
         return Fact("plugin", msg[11:].strip()[:64])
-    return None
+    rng = plugin_version_range(msg)
+    return Fact("version_hint", rng) if rng else None
 
 
 def parse_info(msg: str) -> Optional[Fact]:

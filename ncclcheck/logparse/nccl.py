@@ -10,6 +10,7 @@ operations, not a regex, because this runs on nearly every line of a multi-GB lo
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple, Optional
 
 LEVELS = ("INFO", "WARN", "TRACE", "ABORT")
@@ -27,8 +28,22 @@ class NcclLine(NamedTuple):
     src: Optional[str] = None      #: ``file.cc:line`` of the WARN, when printed
 
 
-def _level_at(text: str) -> tuple[int, str]:
-    """Index of the ``NCCL`` of the first ``NCCL <LEVEL>`` token in ``text`` and the level."""
+#: NCCL 2.0-2.2 (closed source; 2.3.5, the first public tag, already prints ``NCCL INFO``) wrote
+#: ``host:pid:tid [dev] INFO msg`` and ``host:pid:tid [dev] file:line WARN msg``, without the
+#: ``NCCL`` tag. Recorded: ``seyun:17283:17549 [3] include/socket.h:371 WARN Connection closed by
+#: remote peer`` (horovod/horovod#666), ``seyun:17281:17552 [1] INFO bootstrap.cu:45 -> 2 [Net]``.
+#: The device in brackets (or, at the start of a line as users quote it, the source location) is
+#: required, so that ``[main] INFO`` of a Python logger stays text.
+_OLD_LEVEL = re.compile(r"(?:(?:^|\s)\[\d{1,4}\] (?:[\w./\-]{1,120}\.(?:cu|cc|h|c|cpp|hpp):\d{1,6} )?"
+                        r"|^[\w./\-]{1,120}\.(?:cu|cc|h|c|cpp|hpp):\d{1,6} )"
+                        r"(INFO|WARN|TRACE|ABORT)(?= |$)")
+#: what the reader's prefilter must look for to see such a line (they hold no ``NCCL``).
+OLD_KEYS = (b"] INFO ", b" WARN ")
+
+
+def _level_at(text: str) -> tuple[int, str, int]:
+    """Index of the ``NCCL`` of the first ``NCCL <LEVEL>`` token in ``text``, the level, and the
+    length of the tag before it (5 for ``NCCL ``; 0 for the untagged NCCL 2.0-2.2 form)."""
     i = text.find("NCCL ")
     while i != -1:
         if i == 0 or text[i - 1] in " \t]":
@@ -36,9 +51,13 @@ def _level_at(text: str) -> tuple[int, str]:
                 if text.startswith(level, i + 5):
                     end = i + 5 + len(level)
                     if end == len(text) or text[end] in " \t":
-                        return i, level
+                        return i, level, 5
         i = text.find("NCCL ", i + 5)
-    return -1, ""
+    if "INFO" in text or "WARN" in text or "TRACE" in text or "ABORT" in text:
+        m = _OLD_LEVEL.search(text)
+        if m is not None:
+            return m.start(1), m.group(1), 0
+    return -1, "", 0
 
 
 def parse_nccl_line(text: str) -> Optional[NcclLine]:
@@ -58,11 +77,17 @@ def parse_nccl_line(text: str) -> Optional[NcclLine]:
     3
     >>> parse_nccl_line("torch ... ProcessGroupNCCL.cpp:1191, unhandled system error") is None
     True
+    >>> parse_nccl_line("seyun:17283:17549 [3] include/socket.h:371 WARN Connection closed by remote peer")
+    NcclLine(level='WARN', msg='Connection closed by remote peer', host='seyun', pid=17283, tid=17549, dev=3, src='include/socket.h:371')
+    >>> parse_nccl_line("2021-01-31 [main] INFO loading model") is None
+    True
+    >>> parse_nccl_line("include/socket.h:344 WARN Socket creation failed : Address family not supported by protocol").src
+    'include/socket.h:344'
     """
-    i, level = _level_at(text)
+    i, level, tag = _level_at(text)
     if i < 0:
         return None
-    msg = text[i + 5 + len(level):].lstrip(" \t")
+    msg = text[i + tag + len(level):].lstrip(" \t")
     head = text[:i].split()
     host = src = None
     pid = tid = dev = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import sys
 import zlib
 from dataclasses import dataclass, field
@@ -76,6 +77,18 @@ class _Rewound(io.RawIOBase):
         return len(data)
 
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(path: str) -> str:
+    r"""A file name as an error message may print it: control characters escaped (issue 16).
+
+    >>> shown("a\x1b[2Jb.log")
+    'a\\x1b[2Jb.log'
+    """
+    return _UNSAFE.sub(lambda m: repr(m.group())[1:-1], path)
+
+
 def check_readable(path: str) -> None:
     """Raise :class:`BadInput` naming ``path`` when it cannot be opened for reading.
 
@@ -87,12 +100,12 @@ def check_readable(path: str) -> None:
     if path == "-":
         return
     if os.path.isdir(path):
-        raise BadInput(f"{path}: cannot read (is a directory)")
+        raise BadInput(f"{shown(path)}: cannot read (is a directory)")
     try:
         with open(path, "rb"):
             pass
     except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise BadInput(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
 
 
 class Source:
@@ -133,8 +146,9 @@ def open_source(path: str, stdin: Optional[BinaryIO] = None) -> Source:
     >>> with open_source(f.name) as src:
     ...     src.stats.gzip, src.stream.read()
     (True, b'x\\n')
+    >>> import os; os.unlink(f.name)
     """
-    stats = InputStats(name="<stdin>" if path == "-" else path)
+    stats = InputStats(name="<stdin>" if path == "-" else shown(path))
     if path == "-":
         raw: BinaryIO = stdin if stdin is not None else sys.stdin.buffer
     else:
@@ -142,13 +156,21 @@ def open_source(path: str, stdin: Optional[BinaryIO] = None) -> Source:
         try:
             raw = open(path, "rb")  # noqa: SIM115 - closed by Source.close
         except OSError as exc:
-            raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+            raise BadInput(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
+    peek = getattr(raw, "peek", None)
     try:
-        head = raw.read(2) or b""
+        if peek is not None and isinstance(raw, io.BufferedReader):
+            head = peek(2)[:2]                    # sniffed without consuming: no copy layer
+        else:
+            head = raw.read(2) or b""
     except OSError as exc:
         raise BadInput(f"{stats.name}: cannot read ({exc.strerror or exc})") from None
-    buffered = io.BufferedReader(_Rewound(head, raw, owns=path != "-"), CHUNK_BYTES)  # type: ignore[arg-type]
-    closers: list = [buffered]
+    if peek is not None and isinstance(raw, io.BufferedReader):
+        buffered = raw
+        closers: list = [raw] if path != "-" else []
+    else:
+        buffered = io.BufferedReader(_Rewound(head, raw, owns=path != "-"), CHUNK_BYTES)  # type: ignore[arg-type]
+        closers = [buffered]
     stream: BinaryIO = buffered  # type: ignore[assignment]
     if head == GZIP_MAGIC:
         stats.gzip = True

@@ -78,7 +78,7 @@ class Proc:
                  "oob", "socket_ifs", "network", "ib_devices", "plugins", "gdr", "dmabuf",
                  "channels", "coll_channels", "rings", "trees", "transports", "gdr_connections",
                  "env", "comms", "nnodes", "ibverbs_missing", "ib_no_device", "ib_open_failed",
-                 "warns", "lines", "first", "evidence")
+                 "warns", "lines", "first", "evidence", "version_hint")
 
     def __init__(self, key: str) -> None:
         self.key = key
@@ -118,6 +118,7 @@ class Proc:
         self.lines = 0
         self.first: Optional[tuple[str, int]] = None
         self.evidence: dict[str, dict[str, Any]] = {}  # fact kind -> first evidence line
+        self.version_hint: Optional[tuple[tuple[int, int], tuple[int, int]]] = None  # plugin loader
 
     @property
     def init_complete(self) -> bool:
@@ -531,6 +532,9 @@ class LogState:
         elif kind == "plugin":
             if value not in proc.plugins and len(proc.plugins) < 8:
                 proc.plugins.append(value)
+        elif kind == "version_hint":
+            proc.version_hint = value
+            proc.evidence.setdefault("version_hint", evidence(file, lineno, line))
         elif kind == "dmabuf":
             proc.dmabuf = True
         elif kind == "coll_channels":

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from ncclcheck.probes import env, gpu, host, ib, limits, nccl, network
+from ncclcheck.probes import cuda, env, gpu, host, ib, limits, nccl, netpath, network, platform
 
 Collector = Callable[[Any, list], dict]
 
@@ -19,9 +19,12 @@ Collector = Callable[[Any, list], dict]
 PROBES: dict[str, Collector] = {
     "host": host.collect,
     "gpu": gpu.collect,
+    "cuda": cuda.collect,
     "nccl": nccl.collect,
     "network": network.collect,
     "ib": ib.collect,
     "limits": limits.collect,
     "env": env.collect,
+    "netpath": netpath.collect,
+    "platform": platform.collect,
 }

@@ -121,6 +121,15 @@ class NcclData(TypedDict):
     config_files: list[ConfigFile]
     conf_env: dict[str, str]              # merged values; the first file read wins
     python: Optional[dict[str, Any]]      # the interpreter that was asked (python_paths)
+    torch_nccl: Optional[dict[str, Any]]  # {"version", "error"}: torch.cuda.nccl.version(), asked
+                                          # in a child process only when no libnccl is on disk
+
+
+#: Asked of a CUDA torch when no libnccl is on disk (a build with NCCL linked in statically).
+#: It runs in a child interpreter: ncclcheck itself never imports torch.
+TORCH_NCCL_CODE = ("import torch; v = torch.cuda.nccl.version(); "
+                   "print('.'.join(map(str, v)) if isinstance(v, tuple) else v)")
+TORCH_NCCL_TIMEOUT_S = 60.0
 
 
 # -- pure parsers ------------------------------------------------------------------------------
@@ -535,7 +544,46 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
         system_loads=_system_loads(preload, lookup, version_of),
         net_plugins=plugins, net_plugin=_net_plugin(env, lookup, host),
         ibverbs=_ibverbs(host, errors), config_files=config_files, conf_env=conf_env,
-        python=python))
+        python=python,
+        torch_nccl=None if libraries else _ask_torch_nccl(host, torch, python)))
+
+
+def parse_torch_nccl_version(text: str) -> Optional[str]:
+    """The version ``torch.cuda.nccl.version()`` printed: a tuple joined by dots (torch >= 1.13)
+    or NCCL's integer code (older torch).
+
+    >>> parse_torch_nccl_version("2.21.5\\n"), parse_torch_nccl_version("21805")
+    ('2.21.5', '2.18.5')
+    >>> parse_torch_nccl_version("22105"), parse_torch_nccl_version("Traceback ...")
+    ('2.21.5', None)
+    """
+    text = text.strip().splitlines()[-1].strip() if text.strip() else ""
+    if re.fullmatch(r"\d+\.\d+\.\d+", text):
+        return text
+    if text.isdigit():
+        code = int(text)
+        if code >= 20900:  # NCCL_VERSION(X,Y,Z) = X*10000 + Y*100 + Z from 2.9 on
+            return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+        return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+    return None
+
+
+def _ask_torch_nccl(host: Host, torch: Optional[Torch],
+                    python: Optional[dict[str, Any]]) -> Optional[dict[str, Any]]:
+    """torch.cuda.nccl.version() from the interpreter that holds this torch, or None when
+    there is no CUDA torch to ask."""
+    if not torch or not torch["cuda"] or not python or not python.get("executable"):
+        return None
+    if torch["site_packages"] not in (*_strings(python, "sys_path"),
+                                      *_strings(python, "site_packages")):
+        return {"version": None, "error": "torch is not in the probing interpreter's path"}
+    result = host.run([str(python["executable"]), "-c", TORCH_NCCL_CODE],
+                      timeout=TORCH_NCCL_TIMEOUT_S)
+    version = parse_torch_nccl_version(result.stdout) if result.returncode == 0 else None
+    if version:
+        return {"version": version, "error": None}
+    why = (result.stderr.strip().splitlines() or ["no answer"])[-1]
+    return {"version": None, "error": f"torch.cuda.nccl.version(): {why[:200]}"}
 
 
 def _scan_python(finder: _Finder, python: Optional[dict[str, Any]]

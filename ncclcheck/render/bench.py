@@ -130,24 +130,58 @@ def describe_transport(doc: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_table(doc: dict[str, Any]) -> str:
-    """The nccl-tests-compatible result table with its header and footer, and bench's summary."""
+#: How the ranks were started, by the document's ``launch.mode``.
+ORIGINS = {"local": "ncclcheck started the ranks on this node; no launcher detected",
+           "ssh": "ncclcheck started the ranks over ssh; no launcher detected"}
+
+
+def origin(doc: dict[str, Any]) -> str:
+    """Who started the ranks: the launcher detected, or ncclcheck itself (no launcher), or the
+    source of an imported document.
+
+    >>> origin({"source": "ncclcheck", "launch": {"mode": "torchrun"}})
+    'launched by torchrun'
+    >>> origin({"source": "ncclcheck", "launch": {"mode": "local"}})
+    'ncclcheck started the ranks on this node; no launcher detected'
+    >>> origin({"source": "nccl-tests import"})
+    'nccl-tests import'
+    """
+    launch = doc.get("launch") or {}
+    mode = launch.get("mode")
+    if mode:
+        text = ORIGINS.get(mode, f"launched by {mode}")
+        return text + (f"; {launch['note']}" if launch.get("note") else "")
+    return str(doc.get("source") or "-")
+
+
+def run_lines(doc: dict[str, Any], lead: bool = False) -> list[str]:
+    """The run's description: backend, ranks, nodes, who started them; versions, time basis."""
     versions = doc.get("versions") or {}
     nodes = doc.get("nodes") or []
-    lines = [f"# ncclcheck bench: {doc.get('op')} {doc.get('dtype')}, backend {doc.get('backend')}, "
-             f"{doc.get('world_size')} ranks on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
-             f" ({doc.get('source')})",
-             f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
-             f"NCCL {versions.get('nccl') or '-'}; time: {doc.get('time_basis') or '-'}",
-             sweep_line(doc), "#", "# Using devices", *rank_lines(doc), "#", *table_header()]
+    head = f"# ncclcheck bench: {doc.get('op')} {doc.get('dtype')}, " if lead else "# "
+    return [f"{head}backend {doc.get('backend')}, {doc.get('world_size')} ranks on {len(nodes)} "
+            f"node{'s' if len(nodes) != 1 else ''} ({origin(doc)})",
+            f"# torch {versions.get('torch') or '-'}, CUDA {versions.get('cuda') or '-'}, "
+            f"NCCL {versions.get('nccl') or '-'}; time: {doc.get('time_basis') or '-'}"]
+
+
+def footer_lines(doc: dict[str, Any]) -> list[str]:
+    """nccl-tests' footer: out-of-bounds count and the average bus bandwidth."""
     rows = doc.get("rows") or []
-    lines += [format_row(r) for r in rows]
     wrong = wrong_total(rows)
     avg, _ = footer_averages(rows)
     if doc.get("avg_busbw_gbps") is not None:
         avg = doc["avg_busbw_gbps"]
-    lines += [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
-              f"# Avg bus bandwidth    : {avg if avg is not None else 0:g} ", "#"]
+    return [f"# Out of bounds values : {wrong} {'OK' if wrong == 0 else 'FAILED'}",
+            f"# Avg bus bandwidth    : {avg if avg is not None else 0:g} ", "#"]
+
+
+def render_table(doc: dict[str, Any]) -> str:
+    """The nccl-tests-compatible result table with its header and footer, and bench's summary."""
+    lines = [*run_lines(doc, lead=True), sweep_line(doc), "#", "# Using devices",
+             *rank_lines(doc), "#", *table_header()]
+    lines += [format_row(r) for r in doc.get("rows") or []]
+    lines += footer_lines(doc)
     lines += summary_lines(doc)
     return "\n".join(lines) + "\n"
 
@@ -180,23 +214,29 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def render_compare(doc: dict[str, Any]) -> str:
-    """The side-by-side busbw table of a ``--compare`` document; ``*`` marks the best.
+    """The side-by-side busbw table of a ``--compare`` document. ``*`` marks a size's winner
+    only when it wins beyond the spread of the repeats (:func:`~ncclcheck.bench.document.
+    clear_winner`); the last lines name the best run, or say why none is named.
 
     >>> run = lambda bw: {"rows": [{"size_bytes": 1024, "out_of_place": {"busbw_gbps": bw}}],
     ...                   "peak_busbw_gbps": bw, "avg_busbw_gbps": bw, "wrong_total": 0}
     >>> print(render_compare({"runs": [{"label": "a.env", "bench": run(1.0)},
     ...                                {"label": "b.env", "bench": run(2.0)}],
     ...                       "best": {"label": "b.env", "peak_busbw_gbps": 2.0}}), end="")
-    # busbw (GB/s, out-of-place) per configuration; * marks the best at each size
+    # busbw (GB/s, out-of-place) per configuration; * marks a winner beyond the spread of repeats
     #       size       a.env        b.env
             1024        1.00         2.00*
     # peak busbw        1.00         2.00*
     # avg busbw         1.00         2.00*
     # best: b.env (peak busbw 2.000 GB/s)
     """
+    from ncclcheck.bench.document import busbw_spread, clear_winner, row_at
+
     runs = doc.get("runs") or []
+    best = doc.get("best")
     width = max([10] + [len(r["label"]) + 1 for r in runs])
-    lines = ["# busbw (GB/s, out-of-place) per configuration; * marks the best at each size",
+    lines = ["# busbw (GB/s, out-of-place) per configuration; * marks a winner beyond the "
+             "spread of repeats",
              "# " + f"{'size':>10}" + "".join(f"  {r['label']:>{width}} " for r in runs).rstrip()]
     sizes: list[int] = []
     for r in runs:
@@ -204,26 +244,36 @@ def render_compare(doc: dict[str, Any]) -> str:
             if row["size_bytes"] not in sizes:
                 sizes.append(row["size_bytes"])
 
-    def cells(values: list[float | None]) -> str:
-        known = [v for v in values if v is not None]
-        top = max(known) if known else None
+    def cells(values: list[float | None], winner: int | None) -> str:
         out = ""
-        for v in values:
-            mark = "*" if v is not None and v == top and len(known) > 1 else " "
-            out += f"  {'-' if v is None else f'{v:.2f}':>{width}}{mark}"
+        for i, v in enumerate(values):
+            out += f"  {'-' if v is None else f'{v:.2f}':>{width}}{'*' if i == winner else ' '}"
         return out.rstrip()
 
+    ignored = doc.get("ignored") or {}
     for size in sizes:
-        values = []
-        for r in runs:
-            match = [row for row in r["bench"].get("rows") or [] if row["size_bytes"] == size]
-            values.append(match[0]["out_of_place"]["busbw_gbps"] if match else None)
-        lines.append(f"  {size:>10}" + cells(values))
-    lines.append(f"# {'peak busbw':<10}" + cells([r["bench"].get("peak_busbw_gbps") for r in runs]))
-    lines.append(f"# {'avg busbw':<10}" + cells([r["bench"].get("avg_busbw_gbps") for r in runs]))
-    best = doc.get("best")
+        found = [row_at(r, size) for r in runs]
+        winner = None if ignored.get("all") else clear_winner([busbw_spread(f) for f in found])
+        lines.append(f"  {size:>10}" + cells([f["out_of_place"]["busbw_gbps"] if f else None
+                                              for f in found], winner))
+    top = next((i for i, r in enumerate(runs) if best and r["label"] == best["label"]), None)
+    lines.append(f"# {'peak busbw':<10}" + cells([r["bench"].get("peak_busbw_gbps")
+                                                  for r in runs], top))
+    lines.append(f"# {'avg busbw':<10}" + cells([r["bench"].get("avg_busbw_gbps")
+                                                 for r in runs], top))
+    if ignored:
+        names = ", ".join(ignored["variables"])
+        lines.append(f"# {ignored['backend']} ignores {names}: only libnccl reads "
+                     f"{'it' if len(ignored['variables']) == 1 else 'them'}, and the "
+                     f"{ignored['backend']} backend does not load it (use GPUs with the nccl "
+                     "backend to compare NCCL settings)")
     if best:
         lines.append(f"# best: {best['label']} (peak busbw {best['peak_busbw_gbps']:.3f} GB/s)")
+    elif len([r for r in runs if r["bench"].get("rows")]) > 1:
+        why = ("the runs differ only in settings the backend ignores" if ignored.get("all")
+               else "the differences are within the spread of repeats (out-of-place vs "
+               "in-place, mean vs slowest rank)")
+        lines.append(f"# no winner: {why}")
     return "\n".join(lines) + "\n"
 
 

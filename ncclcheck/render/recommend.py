@@ -28,16 +28,15 @@ def render_explanation(console: Console, doc: dict[str, Any], explain: bool = Fa
     console.print(Text(f"recommendation for {len(hosts)} node(s): {_hosts(hosts, 8)}", style="bold"))
     for item in doc.get("failed") or []:
         console.print(Text(f"  not checked: {item.get('host')}: {item.get('reason')}", style="red"))
-    table = Table(show_edge=False, pad_edge=False, title_justify="left",
-                  title="set" if doc.get("env") else "set: nothing (NCCL's defaults fit)")
-    for col in ("variable", "value", "rule", "why"):
-        table.add_column(col, overflow="fold")
-    for var, value in (doc.get("env") or {}).items():
-        for i, reason in enumerate(doc["reasons"].get(var) or [{}]):
-            table.add_row(Text(var if i == 0 else ""), Text(value if i == 0 else ""),
-                          Text(str(reason.get("rule", ""))), Text(str(reason.get("message", ""))))
     if doc.get("env"):
-        console.print(table)
+        console.print(Text("set", style="bold"))
+        for var, value in doc["env"].items():
+            rules = ", ".join(dict.fromkeys(str(r.get("rule", ""))
+                                            for r in doc["reasons"].get(var) or []))
+            # the assignment is one unbroken line (users copy it); the rules go under it
+            console.print(Text(f"  {var}={value}"), soft_wrap=True)
+            console.print(Text(f"    set by {rules or '-'}"
+                               + ("" if explain else "  (--explain says why)"), style="dim"))
     else:
         console.print(Text("set: nothing (NCCL's defaults fit these nodes)"))
     for c in doc.get("conflicts") or []:

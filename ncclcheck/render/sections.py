@@ -167,6 +167,21 @@ def gpu_view(d: dict[str, Any]) -> list[Any]:
     return out
 
 
+def cuda_view(d: dict[str, Any]) -> list[Any]:
+    """CUDA toolkits (version.json) and runtime libraries (libcudart), as collect_env shows."""
+    rows: list[tuple[str, Any]] = []
+    for t in d.get("toolkits") or []:
+        text = t.get("version") or "version unknown"
+        if t.get("cudart_version"):
+            text += f" (cudart {t['cudart_version']})"
+        aliases = ", ".join(t.get("aliases") or [])
+        rows.append((f"toolkit {t.get('path')}" + (f" ({aliases})" if aliases else ""), text))
+    for r in d.get("runtimes") or []:
+        rows.append((f"runtime {r.get('path')}",
+                     f"libcudart {r.get('version') or '?'} ({r.get('found_via')})"))
+    return [grid(rows) if rows else Text("no CUDA toolkit or runtime", style="dim")]
+
+
 def nccl_view(d: dict[str, Any]) -> list[Any]:
     """Every libnccl with its version, which one torch loads, plugins, verbs, config files."""
     loads = d.get("torch_loads") or {}
@@ -271,6 +286,6 @@ def env_view(d: dict[str, Any]) -> list[Any]:
 
 
 VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
-    "host": host_view, "gpu": gpu_view, "nccl": nccl_view, "network": network_view,
+    "host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view, "network": network_view,
     "ib": ib_view, "limits": limits_view, "env": env_view,
 }

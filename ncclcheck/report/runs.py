@@ -55,6 +55,24 @@ def default_label(bench: dict[str, Any], name: str) -> str:
     return name
 
 
+def launcher_text(bench: dict[str, Any]) -> str:
+    """Which launcher started the ranks, as bench detected it; "none" when ncclcheck did.
+
+    >>> launcher_text({"launch": {"mode": "torchrun"}}), launcher_text({"launch": {"mode": "local"}})
+    ('torchrun', 'none (ncclcheck started the ranks)')
+    >>> launcher_text({"source": "nccl-tests import"})
+    'not recorded (nccl-tests import)'
+    """
+    launch = bench.get("launch") if isinstance(bench.get("launch"), dict) else {}
+    mode = launch.get("mode")
+    if mode in ("local", "ssh"):
+        note = f"; {launch['note']}" if isinstance(launch.get("note"), str) else ""
+        return f"none (ncclcheck started the ranks{note})"
+    if mode:
+        return str(mode)
+    return f"not recorded ({text(bench.get('source'))})"
+
+
 def busbw_of(row: dict[str, Any]) -> float | None:
     """The out-of-place busbw of a row (in-place where out-of-place is missing)."""
     for key in ("out_of_place", "in_place"):
@@ -139,6 +157,7 @@ def run_view(r: dict[str, Any]) -> dict[str, Any]:
         "label": r["label"], "file": r["file"], "best": r["best"],
         "op": text(b.get("op")), "dtype": text(b.get("dtype")), "backend": text(b.get("backend")),
         "source": text(b.get("source")), "created_at": text(b.get("created_at")),
+        "launcher": launcher_text(b),
         "world_size": text(b.get("world_size")), "nodes": text(b.get("nodes")),
         "ranks_per_node": text(b.get("ranks_per_node")),
         "iters": text(b.get("iters")), "warmup": text(b.get("warmup")),

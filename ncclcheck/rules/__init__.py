@@ -15,6 +15,11 @@ from ncclcheck.rules import (cloud_azure_topo_file, cloud_efa_plugin_owned,
                              limits_shm_too_small, nccl_ibverbs_unloadable, nccl_library_missing,
                              nccl_version_multiple, net_socket_ifname, net_socket_threads,
                              net_transport)
+from ncclcheck.rules import (cluster_container_bridged, cluster_net_plugin_partial,
+                             cluster_rail_cross_nic, cluster_ranks_split_netns,
+                             gpu_cuda_driver_too_old, gpu_nic_affinity, host_hostname_loopback,
+                             net_firewall_blocks_peers, net_rp_filter_strict,
+                             net_same_subnet_nics, platform_acs_iommu, platform_fabric_not_ready)
 from ncclcheck.rules.base import Rule
 
 NODE_RULES: tuple[Rule, ...] = (
@@ -24,6 +29,14 @@ NODE_RULES: tuple[Rule, ...] = (
     nccl_library_missing.RULE,
     nccl_version_multiple.RULE,
     ib_gdr_not_ready.RULE,
+    net_same_subnet_nics.RULE,
+    net_rp_filter_strict.RULE,
+    net_firewall_blocks_peers.RULE,
+    host_hostname_loopback.RULE,
+    gpu_nic_affinity.RULE,
+    platform_acs_iommu.RULE,
+    platform_fabric_not_ready.RULE,
+    gpu_cuda_driver_too_old.RULE,
 )
 CLUSTER_RULES: tuple[Rule, ...] = (
     net_socket_ifname.RULE,
@@ -41,5 +54,9 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     env_debug_vars_set.RULE,
     cloud_efa_plugin_owned.RULE,
     cloud_azure_topo_file.RULE,
+    cluster_container_bridged.RULE,
+    cluster_net_plugin_partial.RULE,
+    cluster_rail_cross_nic.RULE,
+    cluster_ranks_split_netns.RULE,
 )
 ALL_RULES: tuple[Rule, ...] = NODE_RULES + CLUSTER_RULES

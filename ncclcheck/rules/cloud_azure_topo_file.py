@@ -4,7 +4,8 @@ Azure's HPC images write ``/etc/nccl.conf`` with ``NCCL_TOPO_FILE=/opt/microsoft
 (ndv5: ``/opt/microsoft/ndv5/topo.xml``), ``NCCL_IB_PCI_RELAXED_ORDERING=1`` and
 ``NCCL_IGNORE_CPU_AFFINITY=1`` (Azure/azhpc-images ``components/customizations/ndv*.sh``): the
 VM's virtual PCI tree hides which GPU sits near which HCA, and only the XML tells NCCL. NCCL reads
-``NCCL_CONF_FILE`` (or ``~/.nccl.conf``) and then ``/etc/nccl.conf``, the first value winning, so
+``NCCL_CONF_FILE`` (since 2.23; before it, and when it is unset, ``~/.nccl.conf``) and then
+``/etc/nccl.conf``, the first value winning (src/misc/param.cc ``initEnvFunc``, v2.23.4-1), so
 an env file exported or named by NCCL_CONF_FILE keeps Azure's file in force, while copying it
 *over* /etc/nccl.conf would drop the topology.
 """
@@ -84,11 +85,12 @@ RULE = Rule(
     sets=(),
     why=("Azure ND VMs expose a virtual PCI topology, so NCCL needs the XML that "
          "/etc/nccl.conf names (NCCL_TOPO_FILE=/opt/microsoft/nd*/topo.xml, azhpc-images); NCCL "
-         "reads NCCL_CONF_FILE or ~/.nccl.conf first and /etc/nccl.conf after, first value "
-         "winning (src/misc/param.cc), so exporting or pointing NCCL_CONF_FILE at our file keeps "
-         "it."),
+         "reads NCCL_CONF_FILE (since 2.23, src/misc/param.cc v2.23.4-1) or else ~/.nccl.conf "
+         "first and /etc/nccl.conf after, first value winning, so exporting our file, or naming "
+         "it in NCCL_CONF_FILE, keeps it."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-topo-file",
-    fix="Keep /etc/nccl.conf; export the recommended variables or use NCCL_CONF_FILE.",
+    fix="Keep /etc/nccl.conf; export the recommended variables, or name the file in "
+        "NCCL_CONF_FILE (NCCL >= 2.23).",
     check=check,
     scope="cluster",
 )

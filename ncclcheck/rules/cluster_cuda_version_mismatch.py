@@ -34,7 +34,7 @@ RULE = Rule(
          "features follow the driver's CUDA version (e.g. cuMem host allocations need driver "
          ">= 12.6 and runtime >= 12.2); nodes on different CUDA stacks behave differently and "
          "may not interoperate."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+    docs="https://docs.nvidia.com/deeplearning/nccl/install-guide/index.html",
     fix="Use the same driver and the same torch/CUDA build on every node.",
     check=check,
     scope="cluster",

@@ -21,9 +21,10 @@ RULE = Rule(
     reads=("gpu.driver_version",),
     sets=(),
     why=("The driver decides which CUDA features NCCL can use on each node (cuMem, DMA-BUF, "
-         "NVLS, the CUDA version it supports); nodes on different drivers take different code "
-         "paths, and NCCL's troubleshooting starts by making the software stack identical."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+         "NVLS, the CUDA version it supports: ncclCuMemHostEnable turns cuMem host memory on "
+         "only with a driver for CUDA >= 12.6, src/misc/cudawrap.cc v2.24.3-1); nodes on "
+         "different drivers take different code paths."),
+    docs="https://github.com/NVIDIA/nccl/blob/v2.24.3-1/src/misc/cudawrap.cc",
     fix="Install the same driver (and fabric manager) version on every node.",
     check=check,
     scope="cluster",

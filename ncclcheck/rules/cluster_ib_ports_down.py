@@ -57,10 +57,12 @@ RULE = Rule(
     severity=Severity.WARNING,
     reads=("ib.devices",),
     sets=(),
-    why=("NCCL uses only ACTIVE ports (net_ib/init.cc); a node with a port down has fewer "
+    why=("NCCL uses only ACTIVE ports (src/transport/net_ib.cc up to 2.28, net_ib/init.cc "
+         "from v2.29.2-1); a node with a port down has fewer "
          "rails, and every ring and tree crossing it slows to its bandwidth. 'INIT' with "
          "'LinkUp' means the link trained but no subnet manager configured it."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#networking-issues",
+    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
+         "networking_troubleshooting.html#infiniband",
     fix="Check cables and switch ports (ibstat, mlxlink), and the subnet manager (sminfo).",
     check=check,
     scope="cluster",

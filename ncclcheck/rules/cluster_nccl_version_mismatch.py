@@ -43,11 +43,32 @@ def oldest(nodes: list[dict[str, Any]]) -> tuple[tuple[int, ...] | None, str | N
     return min(known)
 
 
+#: 'Mismatched NCCL version detected' (src/init.cc, v2.23.4-1 on): an error at init.
+CHECKED_SINCE = (2, 23)
+
+
+def normalised(version: str | None) -> str | None:
+    """The comparable part of a version: ``2.21.5+cuda12.2`` and ``2.21.5`` are one release.
+
+    >>> normalised("2.21.5+cuda12.2"), normalised("2.21.5"), normalised(None)
+    ('2.21.5', '2.21.5', None)
+    """
+    parts = version_tuple(version)
+    return ".".join(map(str, parts)) if parts else None
+
+
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
-    """Fire when nodes load different NCCL versions (unknown versions are listed, not compared)."""
-    return mismatch(nodes, node_version, "NCCL versions", "nccl.version",
-                    "; ranks on different versions can fail at connect ('Mismatched NCCL "
-                    "version') or disagree on defaults")
+    """Fire when nodes load different NCCL releases (unknown versions are not compared)."""
+    known = [v for n in nodes if (v := version_tuple(node_version(n)))]
+    if known and min(known) >= CHECKED_SINCE:
+        consequence = ("; NCCL stops at init with 'Mismatched NCCL version detected' "
+                       "(checked since 2.23)")
+    else:
+        consequence = ("; below 2.23 NCCL does not check versions, and ranks on different "
+                       "releases fail unpredictably (hangs or crashes at connect, or defaults "
+                       "that disagree)")
+    return mismatch(nodes, lambda n: normalised(node_version(n)), "NCCL versions",
+                    "nccl.version", consequence)
 
 
 RULE = Rule(
@@ -56,12 +77,14 @@ RULE = Rule(
     severity=Severity.ERROR,
     reads=("nccl.versions", "nccl.torch_loads?", "nccl.system_loads?"),
     sets=(),
-    why=("NCCL checks versions at init and fails with 'Mismatched NCCL version detected' "
-         "(src/init.cc); even where it connects, defaults differ between releases (IB timeout, "
-         "GID selection, protocols) and ranks must agree on them. torch wheels bundle their own "
-         "NCCL, so two nodes with the same torch can still differ through LD_PRELOAD or a "
-         "different wheel (NVIDIA/nccl#286)."),
-    docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html",
+    why=("Since 2.23 NCCL compares every rank's version at init and fails with 'Mismatched "
+         "NCCL version detected' (src/init.cc, v2.23.4-1); older releases do not check, and "
+         "ranks on different versions exchange structures that may not match, or disagree on "
+         "defaults (IB timeout, GID selection, protocols). Builds of one release for different "
+         "CUDA versions (2.21.5 and 2.21.5+cuda12.2) are the same release. torch wheels bundle "
+         "their own NCCL, so two nodes with the same torch can still differ through LD_PRELOAD "
+         "or a different wheel (NVIDIA/nccl#286)."),
+    docs="https://github.com/NVIDIA/nccl/blob/v2.23.4-1/src/init.cc",
     fix="Install the same nvidia-nccl-cu12 (or libnccl2) version on every node; check with "
         "NCCL_DEBUG=VERSION.",
     check=check,

@@ -1,43 +1,72 @@
-"""ib-gdr-not-ready: GPUs and RDMA NICs, but no GPUDirect RDMA path (nvidia-peermem / DMA-BUF)."""
+"""ib-gdr-not-ready: GPUs and RDMA NICs, but no GPUDirect RDMA path NCCL would use.
+
+NCCL offers GPU memory to the NIC when a peer-memory module is loaded or DMA-BUF registration
+works. Which module files it looks for depends on its version (git show <tag>:src/transport/...):
+up to 2.21 only ``/sys/kernel/mm/memory_peers/nv_mem/version`` (net_ib.cc, v2.21.5-1), 2.22 adds
+``.../nv_mem_nc/version`` (v2.22.3-1), and only from 2.23 on ``/sys/module/nvidia_peermem/version``
+(v2.23.4-1; net_ib/gdr.cc in v2.30.7-1). So with NCCL 2.22 or older, the ``nvidia_peermem``
+module that current drivers ship is not seen and GDR stays off unless DMA-BUF works
+(NVIDIA/nccl#1676: 10-18x slower). An unknown NCCL version is not guessed at.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.base import Finding, Rule, Severity, fact, version_tuple
+from ncclcheck.rules.cluster_nccl_version_mismatch import node_version
+
+PEERMEM_SEEN_SINCE = (2, 23)
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
-    """Fire when GPUs and RDMA devices exist and the probe says GDR is not ready.
+    """Fire when GPUs and RDMA devices exist and NCCL would find no GDR path.
 
     A node without GPUs or without RDMA devices (its section unavailable) passes.
     """
     gdr = fact(facts, "ib.gdr", {})
     if not fact(facts, "gpu.gpus", []) or not fact(facts, "ib.devices", []):
         return []
-    if gdr.get("ready") is not False:
-        return []
-    return [Finding(
-        message=f"GPUDirect RDMA is not ready: {gdr.get('reason') or 'no nvidia-peermem'}; "
-                "NCCL will stage network traffic through host memory",
-        evidence={"ib.gdr": gdr},
-    )]
+    if gdr.get("ready") is False:
+        return [Finding(
+            message=f"GPUDirect RDMA is not ready: {gdr.get('reason') or 'no nvidia-peermem'}; "
+                    "NCCL will stage network traffic through host memory",
+            evidence={"ib.gdr": gdr},
+        )]
+    only_peermem = (gdr.get("peermem") and not gdr.get("nv_peer_mem")
+                    and gdr.get("dmabuf") is not True)
+    version = node_version(facts)
+    parsed = version_tuple(version)
+    if gdr.get("ready") and only_peermem and parsed and parsed < PEERMEM_SEEN_SINCE:
+        return [Finding(
+            message=(f"nvidia_peermem is loaded, but NCCL {version} (2.22 and older) looks only "
+                     "for /sys/kernel/mm/memory_peers/nv_mem[_nc]/version, not "
+                     "/sys/module/nvidia_peermem: GPUDirect RDMA stays off and network traffic "
+                     "is staged through host memory (NVIDIA/nccl#1676: 10-18x slower)"),
+            fix=("Upgrade NCCL to 2.23 or newer (pip install -U nvidia-nccl-cu12), or use "
+                 "DMA-BUF (the open GPU kernel module on a kernel >= 5.12)."),
+            evidence={"ib.gdr": gdr, "nccl.version": version},
+        )]
+    return []
 
 
 RULE = Rule(
     id="ib-gdr-not-ready",
     title="Enable GPUDirect RDMA (nvidia-peermem or DMA-BUF)",
     severity=Severity.WARNING,
-    reads=("ib.gdr?", "ib.devices?", "gpu.gpus?"),
+    reads=("ib.gdr?", "ib.devices?", "gpu.gpus?", "nccl.versions?", "nccl.torch_loads?",
+           "nccl.system_loads?"),
     sets=(),
-    why=("NCCL's IB transport offers GPU memory to the NIC only when "
-         "/sys/kernel/mm/memory_peers/nv_mem/version, .../nv_mem_nc/version or "
-         "/sys/module/nvidia_peermem/version exists, "
-         "or DMA-BUF registration works (src/transport/net_ib/gdr.cc); otherwise every transfer is "
-         "copied through host memory and bandwidth drops."),
+    why=("NCCL's IB transport offers GPU memory to the NIC only when a peer-memory module is "
+         "loaded or DMA-BUF registration works; it looks for /sys/kernel/mm/memory_peers/nv_mem/"
+         "version (all releases), .../nv_mem_nc/version (since 2.22) and "
+         "/sys/module/nvidia_peermem/version only since 2.23 (src/transport/net_ib.cc at "
+         "v2.21.5-1, v2.22.3-1, v2.23.4-1; net_ib/gdr.cc at v2.30.7-1). Otherwise every transfer "
+         "is copied through host memory: 10-18x slower with nvidia_peermem loaded under NCCL "
+         "2.22 (NVIDIA/nccl#1676)."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
          "gpu_troubleshooting.html#gpu-to-nic-communication",
-    fix="sudo modprobe nvidia-peermem (and load it at boot), or use the open GPU kernel module "
-        "with a DMA-BUF capable kernel.",
+    fix="sudo modprobe nvidia-peermem (and load it at boot) with NCCL >= 2.23, or use the open "
+        "GPU kernel module with a DMA-BUF capable kernel.",
     check=check,
 )

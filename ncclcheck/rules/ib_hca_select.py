@@ -7,7 +7,8 @@ Unset, NCCL uses every ACTIVE port whose link layer is InfiniBand or Ethernet
   "Attempted to merge incompatible devices" or spreads rings over both. The IB ports are kept;
 * **a front-end NIC**: an RDMA port whose netdev carries the default route, or that is slower
   than the node's other ports (the storage/management NIC of DGX and OCI shapes). It is left out
-  when other ports remain;
+  when other ports remain, unless the same port runs faster on another node: then the link
+  negotiated down (200 of 400 Gb/s), which is reported as a degraded link and kept;
 * **the prefix trap**: an ``NCCL_IB_HCA`` already set without ``=`` (``mlx5_1`` also matches
   ``mlx5_10`` ... ``mlx5_19``).
 
@@ -78,21 +79,85 @@ def wanted_ports(facts: dict[str, Any]) -> tuple[list[str], list[str], list[str]
     return (sorted(entries, key=natural), sorted(keep, key=natural), reasons)
 
 
+def degraded_ports(nodes: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, float]]]:
+    """host -> {``dev:port``: (its rate, the rate the same port runs at elsewhere)} for ACTIVE
+    ports slower than the same port on another node: a link that negotiated down (200 of 400
+    Gb/s), not a front-end NIC.
+
+    >>> def n(h, rate):
+    ...     return {"hostname": h, "sections": {"ib": {"status": "ok", "data": {"devices": [
+    ...         {"name": "mlx5_0", "ports": [{"port": 1, "state": "ACTIVE", "link_layer":
+    ...         "InfiniBand", "rate_gbps": rate}]}]}}}}
+    >>> degraded_ports([n("a", 400), n("b", 200), n("c", 400)])
+    {'b': {'mlx5_0:1': (200, 400)}}
+    """
+    rates = {hostname(n): {f"{p['device']}:{p['port']}": p.get("rate_gbps")
+                           for p in active_ports(n)} for n in nodes}
+    best: dict[str, float] = {}
+    for ports in rates.values():
+        for entry, rate in ports.items():
+            if isinstance(rate, (int, float)):
+                best[entry] = max(best.get(entry, rate), rate)
+    out = {}
+    for host, ports in rates.items():
+        slow = {e: (r, best[e]) for e, r in ports.items()
+                if isinstance(r, (int, float)) and r < best[e]}
+        if slow:
+            out[host] = slow
+    return out
+
+
+def _keep_degraded(keep: list[str], reasons: list[str], slow: dict[str, tuple[float, float]]
+                   ) -> tuple[list[str], list[str]]:
+    """Put degraded ports back into the list, and drop them from the 'slower' reason."""
+    keep = sorted(set(keep) | set(slow), key=natural)
+    out = []
+    for reason in reasons:
+        if reason.startswith("front-end NIC: ") and " slower than the " in reason:
+            listed, _, rest = reason[len("front-end NIC: "):].partition(" slower than the ")
+            left = [e for e in listed.split(", ") if e not in slow]
+            if not left:
+                continue
+            reason = f"front-end NIC: {', '.join(left)} slower than the {rest}"
+        out.append(reason)
+    return keep, out
+
+
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
-    """Recommend an exact list when some node's default would pick unwanted ports."""
+    """Recommend an exact list when some node's default would pick unwanted ports; report
+    ports that negotiated down, and keep them in the list."""
     per: dict[str, tuple[list[str], list[str], list[str]]] = {}
     if not all(ib_ready(n)[0] for n in nodes):
-        return []  # IB is not used everywhere: net-transport chooses Socket
+        return []  # IB is not known to work everywhere: net-transport says why
+    degraded = degraded_ports(nodes)
+    findings = []
+    if degraded:
+        listing = "; ".join(f"{h}: " + ", ".join(f"{e} at {r:g} Gb/s (elsewhere {b:g})"
+                                                   for e, (r, b) in ports.items())
+                            for h, ports in list(degraded.items())[:6])
+        findings.append(Finding(
+            message=(f"RDMA ports run slower than the same port on other nodes ({listing}): a "
+                     "link that negotiated down; every ring through it slows to its speed, and "
+                     "it stays in NCCL_IB_HCA"),
+            fix=("Check the link (ibstat, mlxlink -d <dev> -p <port> -m: width and speed), "
+                 "reseat or replace the cable or transceiver, or check the switch port."),
+            severity=Severity.WARNING, hosts=tuple(sorted(degraded)),
+            evidence={"ib.degraded": {h: {e: list(v) for e, v in p.items()}
+                                      for h, p in degraded.items()}}))
     for node in nodes:
         host = hostname(node)
         active, keep, reasons = wanted_ports(node)
-        reasons = list(reasons)
+        keep, reasons = _keep_degraded(list(keep), list(reasons), degraded.get(host, {}))
         devices = [d.get("name") for d in fact(node, "ib.devices", [])]
         current = configured(node, VAR)
         trap = prefix_trap(current, devices)
         if trap:
             reasons.append(f"{VAR}={current} also matches {', '.join(trap)} (prefix match)")
         per[host] = (active, keep, reasons)
+    return findings + _select(per)
+
+
+def _select(per: dict[str, tuple[list[str], list[str], list[str]]]) -> list[Finding]:
     if not any(reasons for _, _, reasons in per.values()):
         return []
     values = {h: "=" + ",".join(keep) for h, (_, keep, _) in per.items()}
@@ -126,11 +191,13 @@ RULE = Rule(
     reads=("ib.devices", "ib.dev_infiniband?", "nccl.ibverbs", "network.default_route_interfaces?",
            "env.nccl?", "nccl.conf_env?"),
     sets=(VAR,),
-    why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (net_ib/init.cc), so a "
+    why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (src/transport/net_ib.cc, "
+         "net_ib/init.cc from v2.29.2-1), so a "
          "front-end or storage NIC joins the rings, and mixing link layers fails with "
          "'Attempted to merge incompatible devices'. Entries without '=' are prefixes: mlx5_1 "
          "also selects mlx5_10 to mlx5_19; NCCL's docs advise the '=' form. Vendor profiles "
-         "(OCI) list exact ports for this reason."),
+         "(OCI) list exact ports for this reason. A port slower than the same port on other "
+         "nodes negotiated down: it is reported and kept, never dropped in silence."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca",
     fix="Export the exact NCCL_IB_HCA list (='dev:port,...') on every node.",
     check=check,

@@ -5,8 +5,9 @@ entry, and connections fail with 'Call to ibv_modify_qp failed with error Invali
 never route. The index to set is the RoCE v2 entry of the port's IPv4 address
 (``roce_v2_ipv4_gid_index``, what ``show_gids`` shows as v2 with an IPv4), and it must be the
 same on every node, because one value is exported everywhere. From 2.21 on NCCL selects that
-entry itself (``ncclIbGetGidIndex`` in src/transport/net_ib/connect.cc) and its docs say the
-variable should then normally not be set.
+entry itself when the variable is unset (``ncclIbGetGidIndex``: src/transport/net_ib.cc in
+v2.21.5-1, net_ib/connect.cc later), per port, so a value set by hand only pins what NCCL would
+choose, or overrides it for every port at once. (NCCL's docs give no "do not set" advice.)
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     if low is None:
         return [Finding(
             message=("RoCE ports are in use but no node's NCCL version is known: below 2.21 "
-                     "NCCL_IB_GID_INDEX must be set, from 2.21 on it should not"),
+                     "NCCL_IB_GID_INDEX must be set, from 2.21 on NCCL picks the entry itself"),
             severity=Severity.INFO, evidence={"nccl.version": known})]
     if low >= AUTO_SINCE:
         set_now = {hostname(n): configured(n, VAR) for n in nodes if configured(n, VAR)}
@@ -50,8 +51,9 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
         return [Finding(
             message=(f"NCCL {low_text} picks the RoCE v2 GID itself, but {VAR} is set "
                      f"({', '.join(f'{h}={v}' for h, v in list(set_now.items())[:6])}); "
-                     "unset it unless the fabric owner requires a fixed index"),
-            fix=f"Remove {VAR} from the environment and NCCL config files.",
+                     "one fixed index applies to every port, where NCCL would pick per port"),
+            fix=(f"Keep {VAR} only if the fabric needs that fixed index on every port; otherwise "
+                 "remove it from the environment and NCCL config files."),
             severity=Severity.INFO, evidence={VAR: set_now, "nccl.version": known},
             hosts=tuple(set_now))]
     by_port = {h: {f"{p['device']}:{p['port']}": p.get("roce_v2_ipv4_gid_index") for p in plist}
@@ -110,7 +112,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
 
 RULE = Rule(
     id="ib-roce-gid-index",
-    title="Set the RoCE v2 GID index below NCCL 2.21, leave it unset after",
+    title="Set the RoCE v2 GID index below NCCL 2.21, where NCCL cannot pick it",
     severity=Severity.WARNING,
     reads=("ib.devices", "ib.dev_infiniband?", "nccl.ibverbs", "nccl.versions",
            "network.default_route_interfaces?", "env.nccl?",
@@ -118,11 +120,12 @@ RULE = Rule(
     sets=(VAR,),
     why=("RoCE addresses peers by GID; before NCCL 2.21 the default index 0 is the RoCE v1 "
          "link-local entry, which gives 'ibv_modify_qp failed with error Invalid argument'. "
-         "Since 2.21 NCCL picks the RoCE v2 IPv4 entry itself (NCCL_IB_ROCE_VERSION_NUM, "
-         "NCCL_IB_ADDR_FAMILY) and the docs say NCCL_IB_GID_INDEX should normally not be set."),
+         "Since 2.21 NCCL picks the RoCE v2 IPv4 entry per port itself when NCCL_IB_GID_INDEX is "
+         "unset (NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY; ncclIbGetGidIndex in "
+         "src/transport/net_ib.cc, v2.21.5-1)."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-gid-index",
     fix="NCCL < 2.21: export NCCL_IB_GID_INDEX=<RoCE v2 IPv4 index from show_gids>, identical "
-        "on every node; NCCL >= 2.21: leave it unset.",
+        "on every node; NCCL >= 2.21: NCCL picks it, set it only to pin one index.",
     check=check,
     scope="cluster",
 )

@@ -115,11 +115,12 @@ RULE = Rule(
     sets=("NCCL_IB_TIMEOUT", "NCCL_IB_RETRY_CNT"),
     why=("NCCL_IB_TIMEOUT is the verbs ACK timeout exponent (4.096 us x 2^value) and "
          "NCCL_IB_RETRY_CNT the retries; when they run out the job dies with 'Got completion "
-         "from peer ... status=12 (IBV_WC_RETRY_EXC_ERR)', whose hint in NCCL 2.30 says the "
-         "timeout is often too short. The default rose from 14 to 18 (2.14) to 20 (2.23) "
-         "(NCCL_PARAM(IbTimeout) in src/transport/net_ib); the docs say a larger value helps on "
-         "very large networks that fail with error 12. ncclcheck raises 20 to 22 from 128 nodes "
-         "on, as OCI's large RoCE fabrics do."),
+         "from peer ... status=12 (IBV_WC_RETRY_EXC_ERR)', whose hint since 2.30.7 says the "
+         "timeout is often too short (src/transport/net_ib/common.h, v2.30.7-1). The default "
+         "rose from 14 to 18 (2.14) to 20 (2.23) (NCCL_PARAM(IbTimeout): src/transport/"
+         "net_ib.cc in v2.14.3-1 and v2.23.4-1, net_ib/connect.cc in v2.30.7-1); the docs "
+         "say a larger value helps on very large networks that fail with error 12. ncclcheck "
+         "raises 20 to 22 from 128 nodes on, as OCI's large RoCE fabrics do."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-timeout",
     fix="Export the recommended NCCL_IB_TIMEOUT (and NCCL_IB_RETRY_CNT=7) on every node.",
     check=check,

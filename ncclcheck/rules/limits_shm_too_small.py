@@ -45,8 +45,9 @@ RULE = Rule(
          "signal 7 or 'unhandled system error'. NCCL's docs ask for --shm-size=1g "
          "--ulimit memlock=-1 in Docker. From 2.24 NCCL prefers cuMem host allocations "
          "(NCCL_CUMEM_HOST_ENABLE) when the CUDA driver is >= 12.6, but they need working NUMA "
-         "support, which Docker disables by default (--cap-add SYS_NICE); from 2.26.5 NCCL then "
-         "falls back to /dev/shm by itself."),
+         "support, which Docker disables by default (--cap-add SYS_NICE); from 2.26.3 NCCL then "
+         "falls back to /dev/shm by itself (ncclCuMemHostEnable in src/misc/cudawrap.cc, "
+         "v2.26.3-1; the docs say 2.26.5)."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
          "runtime_and_mpi_issues.html#shared-memory",
     fix=("Docker: --shm-size=1g (or --ipc=host); Kubernetes: mount an emptyDir with "

@@ -56,11 +56,13 @@ RULE = Rule(
     reads=("ib.devices?", "ib.dev_infiniband?", "nccl.ibverbs"),
     sets=(),
     why=("NCCL's IB transport dlopens libibverbs.so / libibverbs.so.1 (src/misc/ibvsymbols.cc) "
-         "and uses the ports ibv_get_device_list returns (src/transport/net_ib/init.cc). When the "
+         "and uses the ports ibv_get_device_list returns (src/transport/net_ib.cc, net_ib/init.cc "
+         "from v2.29.2-1). When the "
          "library, its provider or the /dev/infiniband device nodes are missing it logs only at "
-         "INFO (since 2.11) and falls through to the Socket transport (src/plugin/net.cc), so "
-         "jobs run at TCP speed without an error."),
-    docs="https://github.com/NVIDIA/nccl/blob/master/src/misc/ibvsymbols.cc",
+         "INFO ('Failed to open libibverbs.so[.1]' in v2.18.1-1, 'Count not open' in v2.30.7-1) "
+         "and falls through to the Socket transport (src/plugin/net.cc), so jobs run at TCP "
+         "speed without an error."),
+    docs="https://github.com/NVIDIA/nccl/blob/v2.30.7-1/src/misc/ibvsymbols.cc",
     fix=("Install rdma-core userspace (libibverbs1 and the provider, e.g. ibverbs-providers for "
          "libmlx5) in the image, and pass --device=/dev/infiniband to the container; set "
          "NCCL_IB_DISABLE=1 only if RDMA is not meant to be used."),

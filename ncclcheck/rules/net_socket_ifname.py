@@ -6,8 +6,9 @@ everything but ``docker*``, ``lo`` and (since 2.28) ``virbr*``: it happily picks
 same on every node (docker0's 172.17.0.1), and then hangs at init (NVIDIA/nccl#697, #913, #1581).
 
 This rule keeps, on every node, interfaces that are up, have an address, are not loopback,
-``docker*``, ``virbr*``, ``veth*``, ``br-*`` or a bridge, and whose address no other node also
-has; then the subnets that *every* node has on such an interface; then the fastest of those
+``docker*``, ``virbr*``, ``veth*``, ``br-*`` or a bridge (except a host bridge such as ``br0``
+that carries the default route or the node's only address), and whose address no other node
+also has; then the subnets that *every* node has on such an interface; then the fastest of those
 (the slowest node's speed counts). The value is an exact ``=`` list (since NCCL 2.5: ``eth1``
 would also match ``eth10``). When the names differ between nodes, the union of names is used if
 it selects nothing unwanted on any node; otherwise each node needs its own value (per-node
@@ -91,6 +92,27 @@ def exclusion(iface: dict[str, Any]) -> str | None:
     return None
 
 
+def host_bridge(iface: dict[str, Any], interfaces: list[dict[str, Any]]) -> bool:
+    """A host bridge (``br0``: the node's own NIC enslaved to a bridge for VMs or containers)
+    that carries the node's default route, or that holds the node's only usable address: the
+    node's real network, so it is used like a NIC. Container and VM bridges (``docker*``,
+    ``br-*``, ``virbr*``) never qualify.
+
+    >>> br0 = {"name": "br0", "kind": "bridge", "operstate": "up", "default_route": True,
+    ...        "ipv4": [{"address": "198.18.1.11", "subnet": "198.18.1.0/24"}]}
+    >>> host_bridge(br0, [br0]), host_bridge({**br0, "name": "br-3f2a"}, [br0])
+    (True, False)
+    """
+    name = str(iface.get("name"))
+    if iface.get("kind") != "bridge" or name.startswith(EXCLUDED_PREFIXES):
+        return False
+    if not is_up(iface) or iface.get("master") or not addresses(iface):
+        return False
+    if iface.get("default_route"):
+        return True
+    return not any(exclusion(i) is None and addresses(i) for i in interfaces)
+
+
 def addresses(iface: dict[str, Any]) -> list[tuple[str, str]]:
     """(address, subnet) pairs NCCL could bootstrap on: IPv4 except loopback and link-local
     169.254/16, and global IPv6.
@@ -172,7 +194,7 @@ def _select(nodes: list[dict[str, Any]]) -> Selection:
         sel.defaults[host] = nccl_default(interfaces)
         sel.usable[host], sel.rejected[host] = {}, {}
         for iface in interfaces:
-            why = exclusion(iface)
+            why = None if host_bridge(iface, interfaces) else exclusion(iface)
             addrs = addresses(iface) if why is None else []
             if why is None and not addrs:
                 why = f"{iface.get('name')} has no usable address"
@@ -306,7 +328,8 @@ RULE = Rule(
          "over all of them; unset, the filter admits bridges (br-*), veth ends and per-node "
          "management NICs, and bootstrap over an address that is the same on every node "
          "(docker0) or not routable between them hangs at init (NVIDIA/nccl#697, #913). An '=' "
-         "list matches names exactly (since 2.5); without it eth1 also matches eth10."),
+         "list matches names exactly (matchIfList in src/misc/utils.cc, since v2.5.6-1); without "
+         "it eth1 also matches eth10."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-socket-ifname",
     fix="Export the recommended NCCL_SOCKET_IFNAME on every node (or per node in /etc/nccl.conf "
         "when names differ).",

@@ -15,7 +15,7 @@ from typing import Any
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 from ncclcheck.rules.common import configured
 from ncclcheck.rules.net_socket_ifname import select
-from ncclcheck.rules.net_transport import ib_ready, net_plugin
+from ncclcheck.rules.net_transport import READY, UNKNOWN, ib_state, net_plugin
 
 MIN_MBPS = 25_000
 MAX_SOCKETS = 64  #: MAX_SOCKETS in src/transport/net_socket.cc
@@ -58,8 +58,8 @@ def effective_sockets(threads: str | None, socks: str | None,
 
 def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     """Set threads and sockets when Socket carries the traffic over links of 25 Gb/s or more."""
-    if any(net_plugin(n) for n in nodes) or all(ib_ready(n)[0] for n in nodes):
-        return []
+    if any(net_plugin(n) or ib_state(n)[0] in (READY, UNKNOWN) for n in nodes):
+        return []  # IB is (or may be) the fabric: sockets carry the data only where it fails
     sel = select(nodes)
     if not sel.names:
         return []
@@ -109,7 +109,8 @@ RULE = Rule(
            "ib.dev_infiniband?", "env.nccl?", "nccl.conf_env?"),
     sets=("NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"),
     why=("NCCL's Socket transport uses NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD sockets per "
-         "connection (at most 64); the default is a single socket except on AWS and GCP NICs. "
+         "connection (at most 64: MAX_SOCKETS in src/transport/net_socket.cc, v2.12.12-1 to "
+         "v2.30.7-1); the default is a single socket except on AWS and GCP NICs. "
          "The docs suggest 4 and 4 for generic 100G networks, because one TCP stream and one "
          "CPU thread cannot fill the link; from 25 to 100 Gb/s ncclcheck uses 2 x 4 (its own "
          "choice: measure with bench --compare)."),

@@ -16,6 +16,7 @@ from ncclcheck.signatures import (
                                   init,
                                   interface,
                                   launcher,
+                                  nccltests,
                                   plugin,
                                   rdma,
                                   shm,
@@ -25,7 +26,7 @@ from ncclcheck.signatures import (
 from ncclcheck.signatures.base import SEVERITIES, Detail, Signature
 
 _FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
-             init)
+             init, nccltests)
 
 #: signatures matched against log lines, in reporting order.
 LINE_SIGNATURES: tuple[Signature, ...] = tuple(

@@ -51,8 +51,9 @@ CONNECTION_CLOSED = Signature(
     fix="Find the first error on the peer named in the message (its own log or stderr); the "
         "closed connection is a consequence.",
     docs="src/misc/socket.cc (socketProgress); https://github.com/NVIDIA/nccl/issues/1232",
-    patterns=compile_all(r"Connection closed by remote peer (?P<peer>\S+)?",
-                         r"socketProgress(?:Opt)?: Connection reset by peer"),
+    patterns=compile_all(r"Connection closed by remote peer(?: (?P<peer>\S+))?",
+                         r"socketProgress(?:Opt)?: Connection reset by peer",
+                         r"Call to recv failed\s*:\s*Connection reset by peer"),    # NCCL 2.0-2.3
     keywords=("Connection closed by remote peer", "Connection reset by peer"),
     explain=lambda m: Detail(message=f"the connection from {m.groupdict().get('peer') or 'a peer'} "
                                      "was closed by the remote side"))

@@ -21,59 +21,27 @@ name, an Init START) before it says anything, because an invented problem is wor
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Iterable, Optional
+from typing import Iterable
 
-from ncclcheck.logparse.state import FindingAcc, LogState, Proc
+from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
-from ncclcheck.signatures import BY_ID, Detail
-from ncclcheck.signatures.interface import LOCAL_ADDRESS, VIRTUAL_IFACE
-
-
-def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
-           evidence: Iterable[Optional[dict[str, Any]]], severity: str = "", cause: str = "",
-           fix: str = "") -> FindingAcc:
-    """Add a whole-log finding (or extend the line finding with the same id); ``cause`` and
-    ``fix`` replace the signature's own words when this check knows better."""
-    sig = BY_ID[sig_id]
-    acc = state.findings.get(sig_id)
-    if acc is None:
-        acc = state.findings[sig_id] = FindingAcc(sig)
-        acc.message = message
-    elif acc.message is None and acc.detail is not None and not acc.detail.message:
-        acc.message = message
-    procs = list(procs)
-    evs = [e for e in evidence if e]
-    acc.add(Detail(severity=severity or sig.severity, cause=cause, fix=fix), None, None, None)
-    for ev in evs:
-        if ev not in acc.evidence and len(acc.evidence) < 5:
-            acc.evidence.append(ev)
-    for p in procs:
-        if (p.host or p.node) and len(acc.hosts) < 256:
-            acc.hosts.add(p.host or p.node)  # type: ignore[arg-type]
-        r = p.display_rank()
-        if r is not None and len(acc.ranks) < 256:
-            acc.ranks.add(r)
-    return acc
-
-
-def plural(n: int, word: str) -> str:
-    """``1 process``, ``3 processes``.
-
-    >>> plural(1, "process"), plural(3, "process"), plural(2, "line")
-    ('1 process', '3 processes', '2 lines')
-    """
-    if n == 1:
-        return f"1 {word}"
-    return f"{n} {word}es" if word.endswith(("s", "sh", "ch", "x")) else f"{n} {word}s"
-
-
-def multi_node(state: LogState) -> bool:
-    """Whether the log shows traffic between nodes: two hosts, nNodes > 1 or a NET connection."""
-    hosts = {p.host or p.node for p in state.procs.values() if p.host or p.node}
-    if len(hosts) > 1:
-        return True
-    return any((p.nnodes or 0) > 1 or any(t.startswith("NET/") for t in p.transports)
-               for p in state.procs.values())
+from ncclcheck.signatures.derived_base import (  # noqa: F401 - plural, multi_node re-exported
+    _by_host,
+    _raise,
+    multi_node,
+    plural,
+)
+from ncclcheck.signatures.derived_hosts import (
+    check_gdr_hosts,
+    check_mixed_vendors,
+    check_version_hints,
+)
+from ncclcheck.signatures.interface import (
+    LOCAL_ADDRESS,
+    VIRTUAL_IFACE,
+    socket_ifname_fix,
+    why_wrong,
+)
 
 
 def check_versions(state: LogState) -> None:
@@ -94,11 +62,6 @@ def check_versions(state: LogState) -> None:
            "ranks report different NCCL versions: " + "; ".join(parts),
            [p for ps in by_version.values() for p in ps],
            [state.bare_versions.get(v) for v in sorted(versions)])
-
-
-def _by_host(procs: Iterable[Proc]) -> str:
-    hosts = sorted({p.host or p.node or "?" for p in procs})
-    return ", ".join(hosts[:4]) + (", ..." if len(hosts) > 4 else "")
 
 
 def check_drivers(state: LogState) -> None:
@@ -136,15 +99,45 @@ def check_transports(state: LogState) -> None:
 
 
 def _bad(name: str, addr: str) -> bool:
-    return bool(VIRTUAL_IFACE.match(name) or LOCAL_ADDRESS.match(addr))
+    """Whether ``name:addr`` cannot carry traffic to another node. A veth with a routable address
+    is a container's own way out (``veth0`` in a pod), not the host's end of a pair.
+
+    >>> _bad("vethe94aab9", "fe80::a86b:69ff:fe67:e3fe%vethe94aab9"), _bad("veth0", "2a02:6b8::600a")
+    (True, False)
+    """
+    if LOCAL_ADDRESS.match(addr):
+        return True
+    return bool(VIRTUAL_IFACE.match(name)) and not (name.startswith("veth") and addr not in ("", "?"))
+
+
+def _before(state: LogState, version: tuple[int, int]) -> bool:
+    """Whether the log shows an NCCL older than ``version`` (``2.3.5+cuda9.0`` -> (2, 3))."""
+    seen = {p.nccl_version for p in state.procs.values() if p.nccl_version} | set(state.bare_versions)
+    for v in seen:
+        parts = v.split("+")[0].split(".")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit() \
+                and (int(parts[0]), int(parts[1])) < version:
+            return True
+    return False
+
+
+def _good_names(procs: Iterable[Proc]) -> list[str]:
+    """Interfaces NCCL printed that can reach other nodes, most used first."""
+    count: dict[str, int] = defaultdict(int)
+    for p in procs:
+        for n, a in [*p.bootstrap, *([p.oob] if p.oob else []), *p.socket_ifs]:
+            if not _bad(n, a) and n and n != "?":
+                count[n] += 1
+    return sorted(count, key=lambda n: (-count[n], n))
 
 
 def check_interfaces(state: LogState) -> None:
     """``net-socket-ifname``: bootstrap, OOB or Socket traffic on a virtual/loopback interface."""
     if not multi_node(state):
+        _interfaces_one_host(state)
         return
-    first_bad: list[tuple[Proc, str]] = []
-    extra_bad: list[tuple[Proc, str]] = []
+    first_bad: list[tuple[Proc, tuple[str, str]]] = []
+    extra_bad: list[tuple[Proc, tuple[str, str]]] = []
     by_addr: dict[str, set[str]] = defaultdict(set)
     for p in state.procs.values():
         firsts = []
@@ -155,34 +148,66 @@ def check_interfaces(state: LogState) -> None:
             firsts.append(p.oob)
         if p.socket_ifs:
             firsts.append(p.socket_ifs[0])
-        bad = [f"{n}:{a}" for n, a in firsts if _bad(n, a)]
+        bad = [(n, a) for n, a in firsts if _bad(n, a)]
         if bad:
             first_bad.append((p, bad[0]))
             continue
-        if p.net_family() == "socket":
-            extra = [f"{n}:{a}" for n, a in p.socket_ifs[1:] if _bad(n, a)]
+        if p.net_family() in ("socket", None):
+            extra = [(n, a) for n, a in p.socket_ifs[1:] if _bad(n, a)]
             if extra:
                 extra_bad.append((p, extra[0]))
     shared = {addr: hosts for addr, hosts in by_addr.items()
               if len(hosts) > 1 and "?" not in hosts and not addr.endswith(":?")}
     if not first_bad and not extra_bad and not shared:
         return
+    fix = socket_ifname_fix(_good_names(state.procs.values()), _before(state, (2, 5)))
     if first_bad or shared:
-        what = first_bad[0][1] if first_bad else next(iter(shared))
-        why = (f"the same bootstrap address {what} appears on hosts "
-               f"{', '.join(sorted(shared[what]))}" if not first_bad and shared else
-               f"NCCL bootstraps or connects through {what}, which cannot reach other nodes")
+        if first_bad:
+            n, a = first_bad[0][1]
+            why = (f"NCCL bootstraps or connects through {n}:{a}, which cannot reach other "
+                   f"nodes: {why_wrong(n, a)}")
+        else:
+            what = next(iter(shared))
+            why = f"the same bootstrap address {what} appears on hosts {', '.join(sorted(shared[what]))}"
         procs = [p for p, _ in first_bad] or [p for p in state.procs.values() if p.bootstrap and
                                               f"{p.bootstrap[0][0]}:{p.bootstrap[0][1]}" in shared]
         _raise(state, "net-socket-ifname", f"{why} ({plural(len(procs), 'process')})", procs,
                [p.evidence.get("bootstrap") or p.evidence.get("net_socket")
-                or p.evidence.get("net_ib") for p in procs[:5]], severity="error")
+                or p.evidence.get("net_ib") for p in procs[:5]], severity="error", fix=fix)
     else:
         procs = [p for p, _ in extra_bad]
+        n, a = extra_bad[0][1]
         _raise(state, "net-socket-ifname",
-               f"the Socket transport also spreads traffic over {extra_bad[0][1]} "
-               f"({plural(len(procs), 'process')})", procs,
-               [p.evidence.get("net_socket") for p in procs[:5]])
+               f"the Socket transport also spreads traffic over {n}:{a} "
+               f"({plural(len(procs), 'process')}): {why_wrong(n, a)}", procs,
+               [p.evidence.get("net_socket") for p in procs[:5]], fix=fix)
+
+
+def _interfaces_one_host(state: LogState) -> None:
+    """A log from one host cannot show the failure, only the setup for it: NCCL, left to choose
+    (NCCL_SOCKET_IFNAME unset), lists a virtual or loopback interface beside a real one. Info only,
+    since a job on one node never sends NCCL traffic over IP."""
+    seen: list[tuple[Proc, str, str]] = []
+    for p in state.procs.values():
+        if "NCCL_SOCKET_IFNAME" in p.env:
+            continue
+        listed = [*p.bootstrap, *p.socket_ifs]
+        bad = [(n, a) for n, a in listed if _bad(n, a)]
+        if bad and len({n for n, _ in bad}) < len({n for n, _ in listed}):
+            seen.append((p, *bad[0]))
+    if not seen:
+        return
+    p, n, a = seen[0]
+    failed = [k for k in ("log-connection-refused", "log-connection-closed") if k in state.findings]
+    tail = ("; connections failed in this log, as they do when a peer is reached through it"
+            if failed else ". Harmless within one node; between nodes it is the classic failure "
+            "(bootstrap or Socket connections that time out)")
+    _raise(state, "net-socket-ifname",
+           f"NCCL lists {n}:{a} among its interfaces ({plural(len(seen), 'process')}): "
+           f"{why_wrong(n, a)}{tail}", [q for q, _, _ in seen],
+           [q.evidence.get("bootstrap") or q.evidence.get("net_socket") for q, _, _ in seen[:3]],
+           severity="warning" if failed else "info",
+           fix=socket_ifname_fix(_good_names(state.procs.values()), _before(state, (2, 5))))
 
 
 def check_rdma_unused(state: LogState) -> None:
@@ -199,9 +224,13 @@ def check_rdma_unused(state: LogState) -> None:
         if names or several:
             hint = f"; the log shows RDMA hardware ({', '.join(names[:3])})" if names else ""
             scope = "" if several else " (no traffic leaves this node in this log)"
+            ifs = list(dict.fromkeys(n for p in no_verbs for n, _ in p.socket_ifs[:3]))
+            over = f" on {', '.join(ifs[:3])}" if ifs else ""
             _raise(state, "nccl-ibverbs-unloadable",
                    f"libibverbs could not be loaded ({plural(len(no_verbs), 'process')}), so "
-                   f"traffic between nodes goes over TCP sockets{hint}{scope}", no_verbs,
+                   f"traffic between nodes goes over TCP sockets{over}: NCCL's Socket transport, "
+                   "bound by the kernel's TCP stack and CPU, gets a fraction of the bandwidth "
+                   f"RDMA would get from the same NIC{hint}{scope}", no_verbs,
                    [no_verbs[0].evidence.get("ibverbs")] + [e for _, es in seen for e in es][:2],
                    severity="warning" if names and several else "info")
     fallen = []
@@ -335,8 +364,8 @@ def check_fallbacks(state: LogState) -> None:
                 acc.hosts.add(h)
 
 
-CHECKS = (check_versions, check_drivers, check_transports, check_interfaces, check_rdma_unused,
-          check_gdr, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
+CHECKS = (check_versions, check_version_hints, check_drivers, check_transports, check_interfaces, check_rdma_unused,
+          check_gdr, check_gdr_hosts, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
 
 
 def run_checks(state: LogState) -> None:

@@ -92,7 +92,58 @@ VIRTUAL_IFACE = re.compile(
     r"^(?:docker\d*|lo|virbr\d*|veth[\w.@\-]*|br-[\w]+|cni\d*|flannel[\w.]*|cali[\w]+|"
     r"tailscale\d*|kube-ipvs\d*|podman\d*|lxcbr\d*|vmnet\d*|ip6tnl\d*|tun\d*)$")
 #: addresses that cannot reach another node (loopback, link-local, docker0/virbr0 defaults).
-LOCAL_ADDRESS = re.compile(r"^(?:127\.|::1$|fe80:|172\.17\.0\.1$|192\.168\.122\.1$)")
+LOCAL_ADDRESS = re.compile(r"^(?:127\.|::1$|fe80:|169\.254\.|172\.17\.0\.1$|192\.168\.122\.1$)")
+
+def why_wrong(name: str, addr: str) -> str:
+    """Why an interface NCCL printed cannot carry traffic between nodes.
+
+    >>> why_wrong("lo", "127.0.0.1")
+    'lo is the loopback interface: 127.0.0.1 only reaches this host'
+    >>> why_wrong("docker0", "172.17.0.1")
+    "docker0 is Docker's bridge: 172.17.0.1 is the same on every host and routes nowhere"
+    """
+    if name == "lo" or addr.startswith("127.") or addr == "::1":
+        return f"{name} is the loopback interface: {addr} only reaches this host"
+    if name.startswith("docker") or addr == "172.17.0.1":
+        return f"{name} is Docker's bridge: {addr} is the same on every host and routes nowhere"
+    if name.startswith("virbr") or addr == "192.168.122.1":
+        return (f"{name} is libvirt's NAT bridge: {addr} is the same on every host and routes "
+                "nowhere")
+    if name.startswith("br-"):
+        return f"{name} is a Docker user-network bridge, local to this host"
+    if name.startswith(("veth", "cali", "cni", "flannel")):
+        return f"{name} is one end of a container's virtual link (veth/CNI), not a route out"
+    if addr.startswith("169.254."):
+        return f"{name}:{addr} is a link-local IPv4 address, which no router forwards"
+    if addr.startswith("fe80:"):
+        return f"{name}:{addr} is a link-local IPv6 address, unusable without a scope between hosts"
+    return f"{name} is a virtual interface ({addr})"
+
+
+def socket_ifname_fix(good: list[str], before_2_5: bool = False) -> str:
+    """The exact ``NCCL_SOCKET_IFNAME`` to set, from the routable interfaces NCCL printed.
+
+    The ``=`` prefix (exact names) exists since NCCL 2.5 (``searchExact`` in src/include/socket.h
+    of v2.5.6-1, absent in v2.4.2-1); older versions only match prefixes.
+
+    >>> socket_ifname_fix(["eth0"])
+    'Set NCCL_SOCKET_IFNAME==eth0 on every node (the leading = makes NCCL take exactly eth0, not every name starting with it), the same for every rank.'
+    >>> socket_ifname_fix(["eth0"], before_2_5=True)[:62]
+    'Set NCCL_SOCKET_IFNAME=eth0 on every node (NCCL before 2.5 mat'
+    >>> socket_ifname_fix([])[:60]
+    'Set NCCL_SOCKET_IFNAME to the data NIC that carries the node'
+    """
+    if good:
+        names = ",".join(good[:4])
+        if before_2_5:
+            return (f"Set NCCL_SOCKET_IFNAME={names} on every node (NCCL before 2.5 matches it as "
+                    f"a prefix; from 2.5 on, ={names} takes exactly these names).")
+        return (f"Set NCCL_SOCKET_IFNAME=={names} on every node (the leading = makes NCCL take "
+                f"exactly {names}, not every name starting with it), the same for every rank.")
+    return ("Set NCCL_SOCKET_IFNAME to the data NIC that carries the node's routable address "
+            "(see `ip -br addr`), as an exact name (=eth0) or an exclusion list "
+            "(^docker,lo,veth,virbr,br-), identically on every node.")
+
 
 SIGNATURES = (NO_SOCKET_INTERFACE, BAD_PEER_ADDRESS)
 DERIVED = (WRONG_INTERFACE,)

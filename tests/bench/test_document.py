@@ -58,3 +58,36 @@ def test_compare_marks_the_highest_peak_and_keeps_failed_runs():
     check(doc)
     assert doc["best"] == {"label": "c.env", "peak_busbw_gbps": 7.5}
     assert [r["label"] for r in doc["runs"]] == ["a.env", "b.env", "c.env"]
+
+
+def _run(label, env, cells_by_size, backend="nccl"):
+    rows = [{"size_bytes": size, "out_of_place": {"busbw_gbps": oop, "time_us": 10.0,
+                                                  "time_us_max": 10.0},
+             "in_place": {"busbw_gbps": ip}} for size, (oop, ip) in cells_by_size.items()]
+    peak = max(max(c) for c in cells_by_size.values())
+    return {"label": label, "env": env, "bench": {"backend": backend, "rows": rows,
+                                                  "peak_busbw_gbps": peak}}
+
+
+def test_compare_names_no_winner_from_noise():
+    """Before: the highest peak won, even 0.00 against 0.00 or inside the repeats' spread."""
+    zero = compare_document([_run("a", {}, {8: (0.0, 0.0)}), _run("b", {}, {8: (0.0, 0.0)})])
+    assert zero["best"] is None
+    overlap = compare_document([_run("a", {}, {1024: (1.0, 1.4)}),
+                                _run("b", {}, {1024: (1.2, 1.5)})])
+    assert overlap["best"] is None
+    clear = compare_document([_run("a", {}, {1024: (1.0, 1.1)}),
+                              _run("b", {}, {1024: (1.5, 1.6)})])
+    assert clear["best"] == {"label": "b", "peak_busbw_gbps": 1.6} and clear["ignored"] is None
+
+
+def test_compare_on_gloo_says_which_settings_it_ignores():
+    ring = _run("ring.env", {"NCCL_ALGO": "Ring"}, {1024: (1.0, 1.1)}, "gloo")
+    tree = _run("tree.env", {"NCCL_ALGO": "Tree"}, {1024: (1.5, 1.6)}, "gloo")
+    doc = compare_document([ring, tree])
+    assert doc["best"] is None
+    assert doc["ignored"] == {"backend": "gloo", "variables": ["NCCL_ALGO"], "all": True}
+    ifname = _run("eth1.env", {"NCCL_SOCKET_IFNAME": "eth1"}, {1024: (0.1, 0.1)}, "gloo")
+    mixed = compare_document([ring, ifname])          # bench maps NCCL_SOCKET_IFNAME to gloo
+    assert mixed["ignored"] == {"backend": "gloo", "variables": ["NCCL_ALGO"], "all": False}
+    assert mixed["best"] == {"label": "ring.env", "peak_busbw_gbps": 1.1}

@@ -21,9 +21,33 @@ pytestmark = [pytest.mark.slow, pytest.mark.torch]
 SMALL = ["-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "--timeout", "30"]
 
 
-def bench(*args, timeout=120):
+def bench(*args, timeout=120, env=None):
     return subprocess.run([sys.executable, "-m", "ncclcheck", "bench", *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def test_a_clean_run_says_nothing_on_stderr_and_leaves_nothing_behind(tmp_path):
+    """torch's warnings (FutureWarning for a deprecated collective, "Failed to initialize
+    NumPy", c10d's hostname lines) stay in the rank logs, and those go with a clean run."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = bench("--procs", "2", "-b", "1K", "-e", "64K", env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert "# Avg bus bandwidth" in out.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_run_keeps_its_rank_logs_and_says_where(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = bench("--procs", "2", "-b", "1K", "-e", "1K", "--env", "NCCL_SOCKET_IFNAME=nosuch0",
+                env=env)
+    assert out.returncode == 1
+    (kept,) = tmp_path.iterdir()
+    assert kept.name.startswith("ncclcheck-bench-")
+    assert f"[rank logs kept in {kept} on " in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert sorted(p.name for p in kept.glob("rank.*.stderr")) == ["rank.0.stderr",
+                                                                 "rank.1.stderr"]
 
 
 def assert_rows_follow_formulas(doc, time_key="time_us_mean"):
@@ -173,3 +197,16 @@ def test_progress_bar_on_a_terminal_only():
     piped = bench(*args[4:])
     assert piped.returncode == 0
     assert "\x1b[" not in piped.stdout + piped.stderr and "3/3" not in piped.stdout
+
+
+def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
+    ring, tree = tmp_path / "ring.env", tmp_path / "tree.env"
+    ring.write_text("NCCL_ALGO=Ring\n")
+    tree.write_text("NCCL_ALGO=Tree\n")
+    out = bench("--procs", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "5", "-w", "1",
+                "--timeout", "30", "--compare", str(ring), str(tree))
+    assert out.returncode == 0, out.stderr
+    assert "# gloo ignores NCCL_ALGO" in out.stdout
+    assert "# no winner: the runs differ only in settings the backend ignores" in out.stdout
+    body = out.stdout.splitlines()[1:]
+    assert not any(ln.startswith("# best:") or "*" in ln for ln in body), out.stdout

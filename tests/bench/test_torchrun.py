@@ -4,6 +4,7 @@ nodes of a network-namespace cluster)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -25,6 +26,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def in_tmp(tmp_path):
+    """This environment with TMPDIR in ``tmp_path``: torchrun's torchelastic_* folders go there."""
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+
+
+def test_ranks_under_torchrun_keep_torchs_warnings_in_their_logs(tmp_path):
+    """What torchrun's ranks (ncclcheck bench itself) would print of torch's goes to the rank
+    log, removed after a clean run; torchrun's own process still says what it says."""
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+         "-m", "ncclcheck", "bench", "--op", "all_gather", "-b", "1K", "-e", "1K", "-n", "2",
+         "-w", "1", "--timeout", "30"],
+        capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "# Avg bus bandwidth" in out.stdout
+    for noise in ("FutureWarning", "deprecated", "[c10d]", "[W"):
+        assert noise not in out.stderr
+    assert out.stderr.count("Failed to initialize NumPy") <= 1     # torchrun's, without numpy
+    left = [p.name for p in (tmp_path / "tmp").iterdir() if not p.name.startswith("torchelastic_")]
+    assert left == []
+
+
 def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
     port = free_port()
     out = subprocess.run(
@@ -32,7 +57,7 @@ def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
          "--master-addr", "127.0.0.1", "--master-port", str(port),
          "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1",
          "--timeout", "30", "--json", "--nccl-log-dir", str(tmp_path / "logs")],
-        capture_output=True, text=True, timeout=120)
+        capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
     assert out.returncode == 0, out.stderr[-2000:]
     doc = json.loads(out.stdout)            # one document: rank 1 printed nothing
     assert doc["launch"] == {"mode": "torchrun", "master_addr": "127.0.0.1", "master_port": port}
@@ -48,12 +73,14 @@ def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
 
 @pytest.mark.netns
 @needs_netns
-def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster):
+def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster, tmp_path):
     """The README recipe on each node of a 2-node cluster: ``ncclcheck rank`` gives torchrun its
     values, torchrun starts one rank per node, bench reports once, from rank 0 on node1."""
     c = make_cluster(2)
     py = sys.executable
-    script = (f'eval "$({py} -m ncclcheck rank --hostfile {c.hostfile})" && exec {py} -m '
+    (tmp_path / "tmp").mkdir()
+    script = (f'export TMPDIR={tmp_path / "tmp"} && '  # torchrun's torchelastic_* go there
+              f'eval "$({py} -m ncclcheck rank --hostfile {c.hostfile})" && exec {py} -m '
               "torch.distributed.run --nnodes=$NNODES --node-rank=$NODE_RANK "
               "--nproc-per-node=$NPROC_PER_NODE --master-addr=$MASTER_ADDR "
               "--master-port=$MASTER_PORT -m ncclcheck bench -b 1K -e 16K -f 4 -n 2 -w 1 "
@@ -73,3 +100,16 @@ def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster):
             assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
     for node in c.nodes:
         assert [p for p in c.pids(node) if p != node.sshd_pid] == []
+
+
+def test_table_header_says_torchrun_launched_it(tmp_path):
+    """Under torchrun the table names the launcher (it said "(ncclcheck)" before)."""
+    port = free_port()
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-addr", "127.0.0.1", "--master-port", str(port),
+         "-m", "ncclcheck", "bench", "-b", "1K", "-e", "4K", "-n", "2", "-w", "1",
+         "--timeout", "30"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "# backend gloo, 2 ranks on 1 node (launched by torchrun)\n" in out.stdout
+    assert out.stdout.count("# ncclcheck bench: all_reduce float\n") == 1   # rank 0 only

@@ -84,3 +84,51 @@ def test_carriage_returns_split_progress_bars_from_nccl_lines(tmp_path):
                      b"h:1:1 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\r\n")
     doc = diagnose_files([str(path)])
     assert doc["ranks"][0]["network"] == "IB" and doc["ranks"][0]["nccl_version"] == "2.21.5"
+
+
+def _two_ranks(*tail: str) -> list[str]:
+    return [f"node{r}:1{r}:1{r} [0] NCCL INFO {line}".format(r=r)
+            for r in range(2) for line in ("Using network IB",
+                                           "comm 0x{r} rank {r} nranks 2 cudaDev 0 busId 1000 - Init START",
+                                           *tail)]
+
+
+def test_a_clean_log_that_never_completes_init_is_not_healthy(tmp_path):
+    """Issue 19 item 5: no error, but 0/2 ranks reached Init COMPLETE: say so, not 'healthy'."""
+    path = tmp_path / "stuck.log"
+    path.write_text("\n".join(_two_ranks()) + "\n")
+    doc = diagnose_files([str(path)])
+    assert doc["healthy"] is False and doc["findings"] == []
+    assert doc["summary"]["verdict"].startswith(
+        "no failure seen, but 0/2 processes reached Init COMPLETE"), doc["summary"]["verdict"]
+
+
+def test_healthy_needs_every_rank_to_complete_init(tmp_path):
+    done = "comm 0x{r} rank {r} nranks 2 cudaDev 0 busId 1000 - Init COMPLETE"
+    path = tmp_path / "ok.log"
+    path.write_text("\n".join(_two_ranks(done)) + "\n")
+    doc = diagnose_files([str(path)])
+    assert doc["healthy"] is True and doc["summary"]["verdict"].startswith("healthy: 2 processes")
+    path.write_text("\n".join(_two_ranks(done)[:5]) + "\n")       # rank 1 stops after START
+    half = diagnose_files([str(path)])
+    assert half["healthy"] is False and [f["id"] for f in half["findings"]] == ["log-init-incomplete"]
+
+
+def test_terminal_escapes_from_the_log_are_shown_not_obeyed(tmp_path):
+    """Issue 16: a hostile log must not rewrite the terminal through diagnose's output."""
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "evil.log"
+    path.write_bytes(b"h:1:1 [0] misc/x.cc:1 NCCL WARN \x1b]0;pwned\x07\x1b[2J gone \xc2\x9b1m\n"
+                     b"h:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to \x1b[31meth0\n")
+    doc = diagnose_files([str(path)])
+    text = json.dumps(doc, ensure_ascii=False)
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text
+    assert "\\x1b[2J" in text
+    for args in ([str(path)], [str(path), "--json"]):
+        out = subprocess.run([sys.executable, "-m", "ncclcheck", "diagnose", *args],
+                             capture_output=True, timeout=60).stdout
+        assert b"\x1b" not in out and b"\x07" not in out and b"\xc2\x9b" not in out, out
+        assert b"x1b[2J" in out

@@ -16,7 +16,7 @@ from ncclcheck.schema import loads
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 FAILING = LOGS / "ib-completion-error-12.log"
-HEALTHY = LOGS / "healthy-ib-two-nodes.log"
+HEALTHY = LOGS / "healthy-init-complete-32-ranks.log"
 
 
 def run(argv, console, stdin: bytes | None = None, monkeypatch=None) -> int:
@@ -35,7 +35,7 @@ def test_terminal_output_names_the_problem(console):
 
 def test_healthy_log_says_healthy_and_fail_on_passes(console):
     assert run([str(HEALTHY), "--fail-on", "info"], console) == 0
-    assert "healthy" in console.file.getvalue()
+    assert "healthy: 12 processes" in console.file.getvalue()
 
 
 def test_json_is_a_diagnosis_document(console, capsys):
@@ -133,6 +133,6 @@ def test_truncated_gzip_keeps_what_was_read_and_says_so(tmp_path, console, capsy
 
 
 def test_terminal_lists_the_variables_nccl_reports(console):
-    assert run([str(HEALTHY)], console) == 0
+    assert run([str(LOGS / "healthy-ib-two-nodes.log")], console) == 0
     text = console.file.getvalue()
     assert "NCCL variables" in text and "NCCL_IB_HCA" in text and "mlx5_0" in text

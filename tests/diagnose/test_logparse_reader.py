@@ -110,3 +110,10 @@ def test_a_truncated_gzip_gives_every_line_before_the_break(tmp_path):
     whole = text.split(b"\n")
     assert lines[:-1] == whole[:len(lines) - 1]     # the last line is cut where the file is
     assert whole[len(lines) - 1].startswith(lines[-1])
+
+
+def test_a_file_name_with_terminal_escapes_is_shown_escaped(tmp_path):
+    """Issue 16: the one-line error names the file without letting it drive the terminal."""
+    with pytest.raises(BadInput) as exc:
+        open_source(str(tmp_path / "x\x1b[2Jy.log"))
+    assert "\x1b" not in str(exc.value) and "x\\x1b[2Jy.log: cannot read" in str(exc.value)

@@ -96,7 +96,8 @@ LIB = find_libnccl()
 def test_ncclS_own_reader_sets_exactly_these_values(tmp_path):
     """libnccl reads the file through NCCL_CONF_FILE and puts each value into the environment."""
     path = tmp_path / "nccl.env"
-    env = {**ENV, "NCCL_SOCKET_IFNAME": "=lo"}
+    # the real NCCL writes its log where the file says: into tmp_path, not /tmp
+    env = {**ENV, "NCCL_SOCKET_IFNAME": "=lo", "NCCL_DEBUG_FILE": f"{tmp_path}/nccl.%h.%p"}
     text = render_env(env, NOTES, ["a header line"], ["a footer line"])
     path.write_text(text)
     answer, log = run_child(LIB, text, str(path), True, 30)

@@ -123,22 +123,25 @@ def test_ipv6_only_shared_subnet_qualifies():
 # -- net-transport -------------------------------------------------------------------------------
 
 def test_ib_everywhere_forces_ib():
-    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))) for i in (1, 2)]
+    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port())), env=fx.env())
+             for i in (1, 2)]
     [finding] = run(net_transport.RULE, nodes)
     assert finding["env"] == {"NCCL_NET": "IB"}
 
 
 def test_missing_dev_infiniband_counts_as_no_ib():
-    nodes = [fx.node("n1", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))),
-             fx.node("n2", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()), visible=False))]
+    nodes = [fx.node("n1", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port())), env=fx.env()),
+             fx.node("n2", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()), visible=False),
+                     env=fx.env())]
     [finding] = run(net_transport.RULE, nodes)
-    assert finding["env"]["NCCL_NET"] == "Socket" and "/dev/infiniband" in finding["message"]
+    assert finding["env"] == {} and "/dev/infiniband" in finding["message"]
     assert finding["hosts"] == ["n2"] and finding["severity"] == "error"
 
 
 def test_a_plugin_on_some_nodes_only_is_an_error_and_sets_nothing():
-    nodes = [fx.node("n1", nccl=fx.nccl(plugin="/usr/lib/libnccl-net.so"), ib=fx.UNAVAILABLE_IB),
-             fx.node("n2", nccl=fx.nccl(), ib=fx.UNAVAILABLE_IB)]
+    nodes = [fx.node("n1", nccl=fx.nccl(plugin="/usr/lib/libnccl-net.so"), ib=fx.UNAVAILABLE_IB,
+                     env=fx.env()),
+             fx.node("n2", nccl=fx.nccl(), ib=fx.UNAVAILABLE_IB, env=fx.env())]
     [finding] = run(net_transport.RULE, nodes)
     assert finding["env"] == {} and finding["severity"] == "error" and finding["hosts"] == ["n2"]
 
@@ -147,7 +150,8 @@ def test_a_failed_ib_probe_skips_rather_than_guessing():
     broken = fx.node("n1", nccl=fx.nccl(), ib={"status": "error", "data": None,
                                                "errors": ["OSError: boom"]})
     assert "ib error" in missing_reads(net_transport.RULE, broken)
-    assert missing_reads(net_transport.RULE, fx.node("n2", nccl=fx.nccl(), ib=fx.UNAVAILABLE_IB)) is None
+    assert missing_reads(net_transport.RULE, fx.node("n2", nccl=fx.nccl(), ib=fx.UNAVAILABLE_IB,
+                                                     env=fx.env())) is None
 
 
 # -- ib-hca-select, ib-roce-gid-index, ib-timeout-retry --------------------------------------------
@@ -261,18 +265,17 @@ def test_roce_nodes_needing_different_indexes_conflict_in_the_merge():
 # -- net-transport: IB on some nodes, RoCE on others ----------------------------------------------
 
 def test_ib_and_roce_nodes_cannot_reach_each_other():
-    nodes = [fx.node("n1", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))),
-             fx.node("n2", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port()))),
-             fx.node("n3", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", roce_port(3))))]
+    nodes = [fx.node(n, nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", port)), env=fx.env())
+             for n, port in (("n1", fx.port()), ("n2", fx.port()), ("n3", roce_port(3)))]
     [finding] = run(net_transport.RULE, nodes)
-    assert finding["env"] == {"NCCL_NET": "Socket", "NCCL_IB_DISABLE": "1"}
+    assert finding["env"] == {} and "leave out n3" in finding["fix"]
     assert finding["severity"] == "error" and finding["hosts"] == ["n3"]
     assert "RoCE on n3" in finding["message"] and "InfiniBand on n1, n2" in finding["message"]
 
 
 def test_ib_beside_roce_on_every_node_is_still_ib():
     both = lambda: fx.ib(fx.device("mlx5_0", fx.port()), fx.device("mlx5_1", roce_port(3)))
-    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=both()) for i in (1, 2)]
+    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=both(), env=fx.env()) for i in (1, 2)]
     [finding] = run(net_transport.RULE, nodes)
     assert finding["env"] == {"NCCL_NET": "IB"}
 

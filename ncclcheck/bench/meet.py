@@ -1,0 +1,204 @@
+"""The rendezvous, checked before any collective: it resolves, it is reachable, everyone came.
+
+torch.distributed waits ``--timeout`` (300 s) for a rendezvous address that does not resolve,
+that no one listens on, or that a rank never reaches. Every rank runs :func:`join` first and
+fails within :data:`DEADLINE_S` naming the address, the rank and node, and the fix:
+
+1. :func:`resolve` the address (bounded: a resolver may stall on DNS). Inside a Slurm job a
+   node name that does not resolve is looked up in Slurm (``scontrol show node NAME`` gives
+   ``NodeAddr``), as clusters whose node names are Slurm's own need.
+2. Rank 0 hosts the store: the address must be one of this node's (:func:`is_local`).
+3. Every other rank connects to ``ADDR:PORT`` until rank 0's store listens
+   (:func:`wait_reachable`), then joins the store and signs in; rank 0 waits for every sign-in
+   and names the ranks that never came.
+
+``join`` gets ``torch.distributed`` from :mod:`ncclcheck.bench.worker`, the only module that
+imports torch; everything else here is plain sockets.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import re
+import socket
+import subprocess
+import threading
+import time
+from typing import Any
+
+#: Seconds within which a rank that cannot rendezvous fails.
+DEADLINE_S = 15.0
+SCONTROL_TIMEOUT_S = 5.0
+FIX = ("pass --master-addr (or MASTER_ADDR) with an address of the first node that every node "
+       "can reach, or make the name resolve on every node (/etc/hosts, DNS)")
+
+
+class RendezvousError(Exception):
+    """A rank cannot rendezvous: a one-line message naming the address and the fix (the caller
+    prefixes ``rank R on NODE``, as every rank failure is named)."""
+
+
+def parse_node_addr(text: str) -> str | None:
+    """``NodeAddr`` from ``scontrol show node NAME`` (recorded on Slurm 22.05)::
+
+        NodeName=node1 Arch=x86_64 CoresPerSocket=1
+           CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.25
+           NodeAddr=198.18.0.11 NodeHostName=node1 Version=22.05.8
+
+    >>> parse_node_addr("NodeName=node1 Arch=x86_64\\n   NodeAddr=198.18.0.11 NodeHostName=node1")
+    '198.18.0.11'
+    >>> parse_node_addr("Node node9 not found") is None
+    True
+    """
+    match = re.search(r"(?:^|\s)NodeAddr=(\S+)", text)
+    return match.group(1) if match and match.group(1) not in ("(null)", "") else None
+
+
+def slurm_node_addr(name: str, timeout: float = SCONTROL_TIMEOUT_S) -> str | None:
+    """What Slurm knows as ``name``'s address, or None (no scontrol, unknown node, no answer)."""
+    try:
+        proc = subprocess.run(["scontrol", "show", "node", "--", name], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                              timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_node_addr(proc.stdout) if proc.returncode == 0 else None
+
+
+def getaddr(name: str, timeout: float) -> str:
+    """The first IPv4 address ``name`` resolves to, within ``timeout`` s (OSError if not)."""
+    found: dict[str, Any] = {}
+
+    def look() -> None:
+        try:
+            infos = socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)
+            found["ip"] = infos[0][4][0]
+        except OSError as exc:
+            found["err"] = exc
+
+    thread = threading.Thread(target=look, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if "ip" in found:
+        return found["ip"]
+    if "err" in found:
+        raise OSError(getattr(found["err"], "strerror", None) or str(found["err"]))
+    raise OSError(f"no answer from the resolver within {timeout:g} s")
+
+
+def resolve(addr: str, environ: dict[str, str],
+            timeout: float = DEADLINE_S / 3) -> tuple[str, str]:
+    """The IPv4 address of ``addr`` and how it was found (``literal``, ``resolver``, ``slurm``).
+
+    >>> resolve("198.18.0.11", {})
+    ('198.18.0.11', 'literal')
+    """
+    try:
+        return str(ipaddress.IPv4Address(addr)), "literal"
+    except ValueError:
+        pass
+    try:
+        return getaddr(addr, timeout), "resolver"
+    except OSError as exc:
+        why = str(exc)
+    if environ.get("SLURM_JOB_ID"):
+        node_addr = slurm_node_addr(addr)
+        if node_addr and node_addr != addr:
+            try:
+                return str(ipaddress.IPv4Address(node_addr)), "slurm"
+            except ValueError:
+                try:
+                    return getaddr(node_addr, timeout), "slurm"
+                except OSError as exc:
+                    why += f"; Slurm's NodeAddr {node_addr} does not resolve either ({exc})"
+        else:
+            why += "; Slurm knows no NodeAddr for it"
+    raise RendezvousError(f"the rendezvous address {addr} does not resolve ({why}); "
+                          f"fix: {FIX}")
+
+
+def is_local(ip: str) -> bool:
+    """Whether ``ip`` is an address of this node (rank 0 can listen on it)."""
+    if ipaddress.ip_address(ip).is_loopback:
+        return True
+    with socket.socket() as s:
+        try:
+            s.bind((ip, 0))
+            return True
+        except OSError:
+            return False
+
+
+def wait_reachable(ip: str, port: int, label: str, deadline: float) -> None:
+    """Connect to ``ip:port`` until it answers, or raise once ``deadline`` (monotonic) passes."""
+    last = "no attempt"
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
+                                  f"{DEADLINE_S:g} s ({last}); rank 0 did not start its store "
+                                  f"there or the network blocks the port; fix: {FIX}, and open "
+                                  f"TCP port {port} between the nodes")
+        with socket.socket() as s:
+            s.settimeout(min(2.0, max(left, 0.1)))
+            try:
+                s.connect((ip, port))
+                return
+            except OSError as exc:
+                last = exc.strerror or str(exc) or type(exc).__name__
+        time.sleep(min(0.2, max(deadline - time.monotonic(), 0)))
+
+
+def describe(addr: str, ip: str) -> str:
+    """``node1 (198.18.0.11)``, or just the address when it is one."""
+    return ip if addr == ip else f"{addr} ({ip})"
+
+
+def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, str],
+         host: str | None = None, deadline_s: float = DEADLINE_S) -> Any:
+    """Meet every rank at the rendezvous store and return it (its timeout then ``timeout_s``).
+
+    Sets ``ident["master_addr"]`` to the address it resolved to.
+
+    Raises:
+        RendezvousError: within about ``deadline_s``, naming the address, rank and node.
+    """
+    host = host or socket.gethostname()
+    rank, world = int(ident["rank"]), int(ident["world_size"])
+    addr, port = str(ident["master_addr"]), int(ident["master_port"])
+    deadline = time.monotonic() + deadline_s
+    ip, _how = resolve(addr, environ)
+    ident["master_addr"] = ip
+    label = describe(addr, ip)
+    short = datetime.timedelta(seconds=deadline_s)
+    if rank == 0:
+        if not is_local(ip):
+            raise RendezvousError(f"rank 0 hosts the rendezvous store but {label} is "
+                                  f"not an address of this node; fix: {FIX}")
+        try:
+            store = dist.TCPStore(ip, port, world, True, short, wait_for_workers=False)
+        except Exception as exc:  # noqa: BLE001 - port taken, or similar: one line
+            raise RendezvousError(f"cannot listen on {label}:{port} for the rendezvous "
+                                  f"({str(exc).splitlines()[0] if str(exc) else exc}); fix: pass a "
+                                  "free --master-port") from None
+        keys = [f"ncclcheck/joined/{r}" for r in range(1, world)]
+        while keys and not store.check(keys):
+            if time.monotonic() > deadline:
+                missing = [k.rsplit("/", 1)[1] for k in keys if not store.check([k])]
+                raise RendezvousError(
+                    f"rank{'s' if len(missing) > 1 else ''} {', '.join(missing)} did "
+                    f"not reach the rendezvous at {label}:{port} within {deadline_s:g} s (their "
+                    f"own errors say why); fix: {FIX}")
+            time.sleep(0.05)
+    else:
+        wait_reachable(ip, port, label, deadline)
+        try:
+            store = dist.TCPStore(ip, port, world, False, short)
+            store.set(f"ncclcheck/joined/{rank}", host)
+        except Exception as exc:  # noqa: BLE001
+            raise RendezvousError(f"joined {label}:{port} but the store did not "
+                                  f"answer ({str(exc).splitlines()[0] if str(exc) else exc}); "
+                                  f"fix: {FIX}") from None
+    store.set_timeout(datetime.timedelta(seconds=float(timeout_s)))
+    return store

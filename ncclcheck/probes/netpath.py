@@ -1,0 +1,235 @@
+"""netpath: what decides whether a peer's packet reaches this node and its reply gets back.
+
+* ``routes``: every IPv4 route of the main table (``/proc/net/route``), so two routes to one
+  subnet through different interfaces (NVIDIA/nccl#1581) can be named;
+* ``sysctl``: ``rp_filter``, ``arp_ignore`` and ``arp_announce`` for ``all``, ``default`` and
+  each interface (``/proc/sys/net/ipv4/conf/<if>/``); the kernel applies the larger of ``all``
+  and the interface's ``rp_filter``, and the larger ``arp_ignore`` / ``arp_announce``;
+* ``firewall``: the INPUT chain as ``iptables -S INPUT`` prints it (``iptables-nft`` shows the
+  nftables rules made through it), else the input hooks of ``nft list ruleset``, and whether ufw
+  is enabled (``/etc/ufw/ufw.conf``). ``readable`` is False, with ``why``, when neither tool
+  answers (not root, not installed): then nothing is known, which the section's errors say;
+* ``resolve``: the addresses ``/etc/hosts`` gives the hostname and ``MASTER_ADDR``;
+* ``identity``: the kernel's ``boot_id`` and this process's network namespace
+  (``/proc/self/ns/net``), which tell two facts documents from one machine apart by namespace.
+
+Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S INPUT; getent hosts $(hostname)``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+import struct
+from typing import Any, Optional
+
+from ncclcheck.host import Host
+from ncclcheck.probes.network import natural_key, parse_int
+
+SYSCTLS = ("rp_filter", "arp_ignore", "arp_announce")
+_RTF_UP, _RTF_REJECT = 0x0001, 0x0200
+_NFT_CHAIN = re.compile(r"^\s*chain\s+(\S+)\s*\{")
+_NFT_HOOK = re.compile(r"type\s+filter\s+hook\s+input\b.*?policy\s+(\w+)")
+
+
+def parse_routes(text: Optional[str]) -> list[dict[str, Any]]:
+    """Every usable IPv4 route of ``/proc/net/route`` (hex, addresses little-endian).
+
+    As on node2 of the namespace fleet of tests/rules/test_rules_netns.py, with a second NIC in
+    eth0's subnet (the case of NVIDIA/nccl#1581: two routes to one subnet):
+
+    >>> text = ("Iface\\tDestination\\tGateway \\tFlags\\tRefCnt\\tUse\\tMetric\\tMask\\t\\tMTU\\t"
+    ...         "Window\\tIRTT\\n"
+    ...         "eth0\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
+    ...         "eth9\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
+    ...         "eth0\\t00000000\\t010012C6\\t0003\\t0\\t0\\t100\\t00000000\\t0\\t0\\t0\\n")
+    >>> [(r["interface"], r["destination"], r["gateway"], r["metric"]) for r in parse_routes(text)]
+    [('eth0', '198.18.0.0/24', None, 0), ('eth9', '198.18.0.0/24', None, 0), \
+('eth0', '0.0.0.0/0', '198.18.0.1', 100)]
+    >>> parse_routes("garbage\\nx y z"), parse_routes(None)
+    ([], [])
+    """
+    routes = []
+    for line in (text or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        try:
+            dest, gateway, flags = int(fields[1], 16), int(fields[2], 16), int(fields[3], 16)
+            metric, mask = int(fields[6]), int(fields[7], 16)
+            net = ipaddress.IPv4Network((socket.inet_ntoa(struct.pack("<I", dest)),
+                                         socket.inet_ntoa(struct.pack("<I", mask))), strict=False)
+        except (ValueError, struct.error):
+            continue
+        if not flags & _RTF_UP or flags & _RTF_REJECT:
+            continue
+        routes.append({"interface": fields[0], "destination": str(net),
+                       "gateway": socket.inet_ntoa(struct.pack("<I", gateway)) if gateway else None,
+                       "metric": metric})
+    return routes
+
+
+def parse_iptables_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
+    """``iptables -S INPUT`` -> (policy, rules as printed, without ``-A INPUT``).
+
+    As node1 of the namespace fleet prints it after ``iptables -P INPUT DROP`` and two rules:
+
+    >>> parse_iptables_input("-P INPUT DROP\\n-A INPUT -i lo -j ACCEPT\\n"
+    ...                      "-A INPUT -p tcp -m tcp --dport 22 -j ACCEPT\\n")
+    ('DROP', ['-i lo -j ACCEPT', '-p tcp -m tcp --dport 22 -j ACCEPT'])
+    >>> parse_iptables_input("-P INPUT ACCEPT\\n"), parse_iptables_input(None)
+    (('ACCEPT', []), (None, []))
+    """
+    policy, rules = None, []
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if fields[:2] == ["-P", "INPUT"] and len(fields) >= 3:
+            policy = fields[2].upper()
+        elif fields[:2] == ["-A", "INPUT"]:
+            rules.append(" ".join(fields[2:]))
+    return policy, rules
+
+
+def parse_nft_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
+    """The strictest input-hook chain of ``nft list ruleset`` -> (policy, its rule lines).
+
+    Sample (the nftables wiki's simple ruleset for a workstation)::
+
+        table inet filter {
+            chain input {
+                type filter hook input priority filter; policy drop;
+                ct state established,related accept
+                iif "lo" accept
+                tcp dport 22 accept
+            }
+        }
+
+    >>> text = ('table inet filter {\\n  chain input {\\n'
+    ...         '    type filter hook input priority filter; policy drop;\\n'
+    ...         '    ct state established,related accept\\n    iif "lo" accept\\n'
+    ...         '    tcp dport 22 accept\\n  }\\n}\\n')
+    >>> parse_nft_input(text)
+    ('DROP', ['ct state established,related accept', 'iif "lo" accept', 'tcp dport 22 accept'])
+    >>> parse_nft_input("table ip nat {\\n}\\n"), parse_nft_input(None)
+    ((None, []), (None, []))
+
+    firewalld accepts by policy but ends its input chain with a reject (cut):
+
+    >>> parse_nft_input('table inet firewalld {\\n  chain filter_INPUT {\\n'
+    ...                 '    type filter hook input priority filter + 10; policy accept;\\n'
+    ...                 '    jump filter_INPUT_ZONES\\n'
+    ...                 '    reject with icmpx admin-prohibited\\n  }\\n}\\n')
+    ('REJECT', ['jump filter_INPUT_ZONES', 'reject with icmpx admin-prohibited'])
+    """
+    best: tuple[Optional[str], list[str]] = (None, [])
+    chain: Optional[list[str]] = None
+    policy = None
+    for line in (text or "").splitlines():
+        if _NFT_CHAIN.match(line):
+            chain, policy = [], None
+            continue
+        if chain is None:
+            continue
+        hook = _NFT_HOOK.search(line)
+        if hook:
+            policy = hook.group(1).upper()
+        elif line.strip() == "}":
+            last = chain[-1].split()[0] if chain else ""
+            if policy == "ACCEPT" and last in ("drop", "reject"):
+                policy = last.upper()  # a final catch-all drop/reject decides, not the policy
+            if policy and (best[0] is None or policy in ("DROP", "REJECT")):
+                best = (policy, chain)
+            chain = None
+        elif line.strip():
+            chain.append(line.strip())
+    return best
+
+
+def parse_ufw_conf(text: Optional[str]) -> Optional[bool]:
+    """Whether ``/etc/ufw/ufw.conf`` enables ufw; None without the file.
+
+    >>> parse_ufw_conf("# comment\\nENABLED=yes\\nLOGLEVEL=low\\n"), parse_ufw_conf("ENABLED=no")
+    (True, False)
+    >>> parse_ufw_conf(None) is None
+    True
+    """
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "ENABLED":
+            return value.strip().strip('"').lower() == "yes"
+    return False
+
+
+def parse_hosts(text: Optional[str], name: Optional[str]) -> list[str]:
+    """The addresses ``/etc/hosts`` gives ``name`` (any of its names), in file order.
+
+    As the Debian installer writes it (it maps the hostname to 127.0.1.1):
+
+    >>> text = ("127.0.0.1\\tlocalhost\\n127.0.1.1\\tgpu01.lan\\tgpu01\\n# c\\n"
+    ...         "::1 localhost ip6-localhost\\n")
+    >>> parse_hosts(text, "gpu01"), parse_hosts(text, "GPU01.lan"), parse_hosts(text, "x")
+    (['127.0.1.1'], ['127.0.1.1'], [])
+    >>> parse_hosts(None, "a"), parse_hosts("10.0.0.1 a", None)
+    ([], [])
+    """
+    if not name:
+        return []
+    out = []
+    for line in (text or "").splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) >= 2 and name.lower() in (f.lower() for f in fields[1:]):
+            out.append(fields[0])
+    return out
+
+
+def _sysctls(host: Host) -> dict[str, dict[str, Optional[int]]]:
+    base = "proc/sys/net/ipv4/conf"
+    names = sorted(host.listdir(base), key=lambda n: (n not in ("all", "default"), natural_key(n)))
+    return {n: {k: parse_int(host.read(f"{base}/{n}/{k}")) for k in SYSCTLS} for n in names}
+
+
+def _firewall(host: Host, errors: list[str]) -> dict[str, Any]:
+    ufw = parse_ufw_conf(host.read("etc/ufw/ufw.conf"))
+    ipt = host.run(["iptables", "-S", "INPUT"])
+    found = None
+    if ipt.ok:
+        policy, rules = parse_iptables_input(ipt.stdout)
+        found = {"readable": True, "tool": "iptables", "input_policy": policy,
+                 "input_rules": rules, "ufw_active": ufw, "why": None}
+        if policy in ("DROP", "REJECT"):
+            return found
+    # native nftables tables (inet filter) do not show in `iptables -S`
+    nft = host.run(["nft", "list", "ruleset"])
+    if nft.ok:
+        policy, rules = parse_nft_input(nft.stdout)
+        if policy or found is None:
+            return {"readable": True, "tool": "nft", "input_policy": policy or "ACCEPT",
+                    "input_rules": rules, "ufw_active": ufw, "why": None}
+    if found:
+        return found
+    why = f"{ipt.why_failed()}; {nft.why_failed()}"
+    errors.append(f"firewall ruleset not readable ({why}): whether peers may connect is unknown")
+    return {"readable": False, "tool": None, "input_policy": None, "input_rules": [],
+            "ufw_active": ufw, "why": why}
+
+
+def collect(host: Host, errors: list[str]) -> dict[str, Any]:
+    """Routes, sysctls, firewall, name resolution and identity (see the module docstring)."""
+    hostname = (host.read("proc/sys/kernel/hostname") or "").strip() or None
+    hosts_text = host.read("etc/hosts")
+    master = host.environ().get("MASTER_ADDR") or None
+    netns = host.readlink("proc/self/ns/net")
+    return {
+        "routes": parse_routes(host.read("proc/net/route")),
+        "sysctl": _sysctls(host),
+        "firewall": _firewall(host, errors),
+        "resolve": {"source": "/etc/hosts" if hosts_text is not None else None,
+                    "hostname": hostname, "hostname_addrs": parse_hosts(hosts_text, hostname),
+                    "master_addr": master,
+                    "master_addrs": parse_hosts(hosts_text, master) if master else []},
+        "identity": {"boot_id": (host.read("proc/sys/kernel/random/boot_id") or "").strip() or None,
+                     "netns": netns.rsplit("/", 1)[-1] if netns else None},
+    }

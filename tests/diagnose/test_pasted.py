@@ -1,0 +1,142 @@
+"""Pasted command output (issue 13): real ibstat / ibstatus / ibv_devinfo / show_gids pastes from
+public threads (tests/fixtures/pasted/INDEX.json names each source), read by ``diagnose`` in the
+same run as logs, into the ``ib`` probe's facts, with findings under the rules' ids."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ncclcheck.diagnose import diagnose_files
+from ncclcheck.logparse.pasted_ib import PastedIb
+
+PASTED = Path(__file__).resolve().parents[1] / "fixtures" / "pasted"
+INDEX = json.loads((PASTED / "INDEX.json").read_text())
+
+
+def test_every_paste_has_a_source_and_an_expectation():
+    assert sorted(INDEX) == sorted(p.stem for p in PASTED.glob("*.txt"))
+    for name, entry in INDEX.items():
+        assert entry["source"].startswith("https://github.com/"), name
+    kinds = {k for e in INDEX.values() for k in e["kinds"]}
+    assert kinds >= {"ibstat", "ibstatus", "ibv_devinfo", "show_gids"}
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_paste_gives_the_expected_findings(name):
+    entry = INDEX[name]
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    assert doc["pasted"]["kinds"] == entry["kinds"]
+    found = {f["id"]: f for f in doc["findings"]}
+    assert sorted(found) == sorted(entry["expect"]), [f["message"] for f in doc["findings"]]
+    for fid, words in entry["expect"].items():
+        for word in words:
+            assert word in found[fid]["message"], (word, found[fid]["message"])
+    assert doc["healthy"] is False
+    if not found:
+        assert doc["summary"]["verdict"].startswith("no NCCL")
+
+
+def test_pasted_facts_have_the_probes_shape():
+    doc = diagnose_files([str(PASTED / "ibstat-port-disabled-nccl-tests.txt")])
+    devices = doc["pasted"]["ib_devices"]["pasted"]
+    assert [d["name"] for d in devices] == ["mlx5_0", "mlx5_1", "mlx5_2"]
+    port = devices[1]["ports"][0]
+    assert port == {"port": 1, "state": "DOWN", "phys_state": "Disabled", "rate_gbps": 10,
+                    "link_layer": "InfiniBand", "gids": [], "roce_v2_ipv4_gid_index": None}
+
+
+def test_two_pastes_one_after_the_other_at_different_rates(tmp_path):
+    """One file may hold several outputs; here two real ibstat pastes (400 Gb/s IB, 200 Gb/s
+    RoCE) put one after the other: the ACTIVE ports run at different rates."""
+    both = tmp_path / "both.txt"
+    both.write_text((PASTED / "ibstat-400-elided-nccl.txt").read_text()
+                    + (PASTED / "ibstat-200-ethernet-mooncake.txt").read_text())
+    doc = diagnose_files([str(both)])
+    f = {f["id"]: f for f in doc["findings"]}["ib-hca-select"]
+    assert "400 Gb/s: mlx5_5:1; 200 Gb/s: mlx5_0:1, mlx5_1:1" in f["message"]
+    assert f["fix"].startswith("Keep the slow ports out: NCCL_IB_HCA==mlx5_5")
+
+
+def test_a_paste_inside_a_log_is_read_with_it(tmp_path):
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "healthy-init-complete-32-ranks.log"
+    mixed = tmp_path / "report.txt"
+    mixed.write_text(log.read_text() + "\n" + (PASTED / "ibstatus-ports-down.txt").read_text())
+    doc = diagnose_files([str(mixed)])
+    assert {f["id"] for f in doc["findings"]} == {"cluster-ib-ports-down"}
+    assert doc["healthy"] is False and doc["summary"]["processes"] == 12
+
+
+def test_garbage_and_hostile_values_stay_bounded():
+    p = PastedIb()
+    p.feed("CA 'mlx5_0'", {})
+    p.feed("Port 1:", {})
+    p.feed("Rate: 1e999", {})
+    p.feed("Rate: nan", {})
+    for i in range(10_000):
+        p.feed(f"mlx5_{i}  1  3  0000:0000:0000:0000:0000:ffff:0b00:0048 11.0.0.72 v2 eth0", {})
+    assert p.devices()["pasted"][0]["ports"][0]["rate_gbps"] is None
+    assert sum(len(d) for d in p.devices().values()) <= 256
+
+
+def test_ip_addr_paste_is_read_into_the_network_probes_shape():
+    doc = diagnose_files([str(PASTED / "ip-addr-lo-slash32-bgp.txt")])
+    (lo,) = doc["pasted"]["network_interfaces"]["pasted"]
+    assert lo["name"] == "lo" and lo["kind"] == "loopback" and lo["operstate"] == "unknown"
+    assert lo["ipv4"] == [{"address": "127.0.0.1", "prefix": 8, "subnet": "127.0.0.0/8"}]
+
+
+def test_ip_addr_with_a_user_bridge_gets_the_rules_exact_value(tmp_path):
+    """A constructed ``ip addr`` (not a corpus sample: no public NCCL thread with this shape was
+    found): a docker user-network bridge that NCCL's default would also pick. The
+    ``net-socket-ifname`` rule itself gives the value."""
+    paste = tmp_path / "ip.txt"
+    paste.write_text(
+        "root@gpu-a:~# ip addr\n"
+        "2: ens5: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9001 qdisc mq state UP group default\n"
+        "    inet 198.18.0.11/24 brd 198.18.0.255 scope global ens5\n"
+        "5: br-5f2a1c3d4e5f: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP\n"
+        "    inet 172.19.0.1/16 brd 172.19.255.255 scope global br-5f2a1c3d4e5f\n"
+        "7: veth1a2b3c4@if6: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master br-5f2a1c3d4e5f state UP\n")
+    doc = diagnose_files([str(paste)])
+    f = {f["id"]: f for f in doc["findings"]}["net-socket-ifname"]
+    assert f["fix"] == "Set NCCL_SOCKET_IFNAME==ens5 on every node."
+    assert "br-5f2a1c3d4e5f" in f["message"] and f["hosts"] == ["gpu-a"]
+    kinds = {i["name"]: i["kind"] for i in doc["pasted"]["network_interfaces"]["gpu-a"]}
+    assert kinds == {"ens5": "physical", "br-5f2a1c3d4e5f": "docker", "veth1a2b3c4": "veth"}
+
+
+def test_ip_brief_paste_after_its_command():
+    from ncclcheck.logparse.pasted import Pasted
+
+    pasted = Pasted()
+    for line in ("user@node7:~$ ip -br addr", "lo               UNKNOWN        127.0.0.1/8 ::1/128",
+                 "bond0            UP             10.20.0.21/24 fe80::1/64",
+                 "docker0          DOWN           172.17.0.1/16"):
+        pasted.feed(line, {})
+    ifaces = {i["name"]: i for i in pasted.ip.facts()[0]["sections"]["network"]["data"]["interfaces"]}
+    assert pasted.ip.facts()[0]["hostname"] == "node7"
+    assert ifaces["bond0"]["kind"] == "bond" and ifaces["bond0"]["ipv4"][0]["subnet"] == "10.20.0.0/24"
+    assert ifaces["bond0"]["ipv6"][0]["scope"] == "link" and ifaces["docker0"]["operstate"] == "down"
+
+
+def test_nccl_tests_wrong_values_and_zero_busbw(tmp_path):
+    """Constructed from the recorded table in bench/importer.py's docstring (one rank, and a
+    '#wrong' of 3 put in by hand): not a corpus sample."""
+    table = ("# nThread 1 nGpus 1 minBytes 1048576 maxBytes 134217728 step: 2(factor) warmup iters: "
+             "10 iters: 50 agg iters: 1 validation: 1 graph: 0\n"
+             "#  Rank  0 Group  0 Pid 2994447 on        lab device  0 [0000:02:00] NVIDIA GeForce RTX 5090\n"
+             "#       size         count      type   redop    root     time   algbw   busbw  #wrong     "
+             "time   algbw   busbw  #wrong\n"
+             "     1048576        262144     float     sum      -1  4366.46    0.24    0.00       3  "
+             "4365.21    0.24    0.00       0\n"
+             "# Out of bounds values : 3 FAILED\n"
+             "# Avg bus bandwidth    : 0\n")
+    path = tmp_path / "t.txt"
+    path.write_text(table)
+    doc = diagnose_files([str(path)])
+    found = {f["id"]: f for f in doc["findings"]}
+    assert found["log-nccl-tests-wrong"]["message"] == "nccl-tests: 3 wrong values, from 1048576 bytes on"
+    assert "busbw is 0 in every row while algbw reaches 0.24 GB/s" in found["log-nccl-tests-one-rank"]["message"]

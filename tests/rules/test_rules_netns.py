@@ -1,0 +1,105 @@
+"""The issue-18 faults planted on a 2-node namespace fleet, found by ``probe --hostfile``.
+
+Healthy first: no finding of warning or worse. Then node2 gets a second interface in eth0's
+subnet (a veth, eth9) and strict reverse-path filtering, and node1 a firewall that drops INPUT
+but allows ssh: each finding must come from the right node, with its fix. Last, node2's hosts
+file maps its hostname to 127.0.1.1 (as Debian's installer does), read through the rooted reader.
+Addresses are in 198.18.0.0/15 only; the cluster is torn down when the module ends.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import needs_netns
+from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
+
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_netns]
+REPO = Path(__file__).resolve().parents[2]
+WORSE = ("warning", "error")
+
+
+def probe(c, tmp_path) -> dict[str, list[dict]]:
+    """``probe --hostfile`` over ssh: ``{hostname: findings}``."""
+    out_file = tmp_path / "cluster.json"
+    proc = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--hostfile", c.hostfile,
+                           "--ssh-config", c.ssh_config, "--connect-timeout", "5",
+                           "--timeout", "60", "-o", str(out_file)],
+                          capture_output=True, text=True, timeout=150, cwd=REPO)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    doc = json.loads(out_file.read_text())
+    assert not doc["failed"], doc["failed"]
+    return {n["hostname"]: n["findings"] for n in doc["nodes"]}
+
+
+def run_in(c, node: str, *argv: str) -> None:
+    proc = c.exec(node, list(argv), timeout=20)
+    assert proc.returncode == 0, f"{argv}: {proc.stderr}"
+
+
+@pytest.fixture(scope="module")
+def fleet(make_cluster):  # noqa: F811
+    if not shutil.which("iptables"):
+        pytest.fail("iptables is missing: scripts/install-test-deps installs it")
+    return make_cluster(2, fresh=True)
+
+
+def test_healthy_then_planted_faults_each_on_its_node(fleet, tmp_path):
+    c = fleet
+    healthy = probe(c, tmp_path)
+    assert sorted(healthy) == ["node1", "node2"]
+    assert {h: [f["rule"] for f in fs if f["severity"] in WORSE] for h, fs in healthy.items()} \
+        == {"node1": [], "node2": []}
+
+    subnet = ipaddress.ip_network(c.link()["subnet"])
+    spare = str(subnet.network_address + subnet.num_addresses - 10)
+    run_in(c, "node2", "ip", "link", "add", "eth9", "type", "veth", "peer", "name", "veth9")
+    run_in(c, "node2", "ip", "addr", "add", f"{spare}/{subnet.prefixlen}", "dev", "eth9")
+    run_in(c, "node2", "ip", "link", "set", "veth9", "up")
+    run_in(c, "node2", "ip", "link", "set", "eth9", "up")
+    run_in(c, "node2", "sysctl", "-q", "-w", "net.ipv4.conf.all.rp_filter=1")
+    run_in(c, "node1", "iptables", "-A", "INPUT", "-i", "lo", "-j", "ACCEPT")
+    run_in(c, "node1", "iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT")
+    run_in(c, "node1", "iptables", "-P", "INPUT", "DROP")
+
+    found = probe(c, tmp_path)
+    rules = {h: {f["rule"]: f for f in fs if f["severity"] in WORSE} for h, fs in found.items()}
+    assert sorted(rules["node1"]) == ["net-firewall-blocks-peers"]
+    assert sorted(rules["node2"]) == ["net-rp-filter-strict", "net-same-subnet-nics"]
+    firewall = rules["node1"]["net-firewall-blocks-peers"]
+    assert "INPUT policy DROP" in firewall["message"] and "--dport 22" in firewall["message"]
+    assert f"-s {subnet}" in firewall["fix"]
+    same = rules["node2"]["net-same-subnet-nics"]
+    assert same["message"].startswith(f"eth0 and eth9 share {subnet}")
+    assert "arp_ignore=1" in same["fix"] and "NCCL_SOCKET_IFNAME=eth0" in same["fix"]
+    assert "rp_filter=2" in rules["node2"]["net-rp-filter-strict"]["fix"]
+
+    # only the system can fix these: recommend's env file names each one, on its node
+    env = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe",
+                          str(tmp_path / "cluster.json"), "-q"],
+                         capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert env.returncode == 0, env.stderr
+    for note in ("# ERROR net-firewall-blocks-peers on node1:",
+                 "# WARNING net-rp-filter-strict on node2:",
+                 "# WARNING net-same-subnet-nics on node2:"):
+        assert note in env.stdout, env.stdout
+
+    # the hostname mapped to loopback, as Debian writes it, seen through the rooted reader
+    hosts = Path("/etc/netns") / c.node("node2").ns / "hosts"
+    original = hosts.read_text()
+    with open(hosts, "r+") as f:  # same inode: the nodes see it through their bind mount
+        f.write("127.0.1.1\tnode2\n" + original.replace("\tnode2\n", "\tnode2-main\n"))
+    try:
+        found = probe(c, tmp_path)
+    finally:
+        with open(hosts, "w") as f:
+            f.write(original)
+    loop = [f for f in found["node2"] if f["rule"] == "host-hostname-loopback"]
+    assert loop and "127.0.1.1" in loop[0]["message"] and "/etc/hosts" in loop[0]["fix"]
+    assert not [f for f in found["node1"] if f["rule"] == "host-hostname-loopback"]

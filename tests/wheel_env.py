@@ -1,0 +1,111 @@
+"""The built wheel, installed as a user would: fresh virtual environments for packaging tests.
+
+Each environment is ``python -m venv`` (never ``--system-site-packages``), so it holds only what
+the wheel declares and pip fetches: a module that imports something undeclared fails there,
+however much the developer's own Python holds. The wheel is built once per test session from a
+copy of the source tree (the checkout stays untouched), with pip's ordinary build isolation::
+
+    from wheel_env import installed   # tests/ is on sys.path through conftest.py
+
+    def test_x(tmp_path_factory):
+        env = installed(tmp_path_factory, bench=False)
+        env.run([env.bin / "ncclcheck", "--version"], cwd=tmp_path)
+
+``installed(..., bench=True)`` adds the ``[bench]`` extra with torch pinned as
+scripts/install-test-deps pins it (the CPU build). Environments are cached for the session.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("setup.py", "setup.cfg", "pyproject.toml", "README.md", "ncclcheck", "report_templates")
+INSTALL_TIMEOUT_S = 600
+_CACHE: dict[Any, Any] = {}
+
+
+def torch_pin() -> str:
+    """The torch requirement scripts/install-test-deps installs (``torch==X.Y.Z``)."""
+    text = (ROOT / "scripts" / "install-test-deps").read_text()
+    match = re.search(r"^TORCH='([^']+)'", text, re.M)
+    assert match, "scripts/install-test-deps sets TORCH='torch==...'"
+    return match.group(1)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without anything that points Python at another installation."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")}
+    env.update(extra)
+    return env
+
+
+def run(argv: list[Any], cwd: Path, timeout: float = 120,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``argv`` (paths allowed); fail the test with its stderr unless it exits 0."""
+    out = subprocess.run([str(a) for a in argv], cwd=cwd, capture_output=True, text=True,
+                         timeout=timeout, env=env or clean_env())
+    assert out.returncode == 0, f"{argv}: {out.stdout[-1500:]}{out.stderr[-3000:]}"
+    return out
+
+
+def wheel(factory: Any) -> Path:
+    """The ncclcheck wheel built from a copy of this tree (once per session)."""
+    if "wheel" not in _CACHE:
+        base = factory.mktemp("wheel")
+        src = base / "src"
+        src.mkdir()
+        for name in SOURCES:
+            path = ROOT / name
+            if path.is_dir():
+                shutil.copytree(path, src / name, symlinks=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            else:
+                shutil.copy2(path, src / name)
+        run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "-q", "-w", base / "dist"],
+            cwd=base, timeout=INSTALL_TIMEOUT_S)
+        (_CACHE["wheel"],) = (base / "dist").glob("ncclcheck-*.whl")
+    return _CACHE["wheel"]
+
+
+@dataclasses.dataclass
+class Venv:
+    """A fresh virtual environment with the wheel installed."""
+
+    path: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.path / "bin"
+
+    @property
+    def python(self) -> Path:
+        return self.bin / "python"
+
+    def run(self, argv: list[Any], cwd: Path, timeout: float = 120,
+            **env: str) -> subprocess.CompletedProcess:
+        """Run with this environment's bin first on PATH."""
+        path = f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"
+        return run(argv, cwd, timeout, clean_env(PATH=path, **env))
+
+
+def installed(factory: Any, bench: bool) -> Venv:
+    """A fresh venv holding the wheel (with ``[bench]`` and pinned torch when ``bench``)."""
+    if bench not in _CACHE:
+        built = wheel(factory)
+        where = factory.mktemp("venv-bench" if bench else "venv")
+        venv = Venv(where / "v")
+        run([sys.executable, "-m", "venv", venv.path], cwd=where)
+        requirement = f"ncclcheck[bench] @ {built.as_uri()}" if bench else str(built)
+        run([venv.python, "-m", "pip", "install", "-q", requirement,
+             *([torch_pin()] if bench else [])], cwd=where, timeout=INSTALL_TIMEOUT_S)
+        _CACHE[bench] = venv
+    return _CACHE[bench]
