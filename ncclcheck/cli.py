@@ -15,9 +15,10 @@ from typing import Any
 import click
 
 from ncclcheck import __version__
-from ncclcheck.cliopts import GreedyOption
+from ncclcheck.cliopts import GreedyOption, show_usage_error, stdout_dash
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.exitcodes import ExitCode
+from ncclcheck.textsafe import printable, printable_lines, safe_console
 
 SEVERITIES = ("info", "warning", "error")
 
@@ -32,18 +33,14 @@ class Ctx:
     def out(self) -> Any:
         """A rich Console on stdout."""
         if self._out is None:
-            from rich.console import Console
-
-            self._out = Console()
+            self._out = safe_console()
         return self._out
 
     @property
     def err(self) -> Any:
         """A rich Console on stderr."""
         if self._err is None:
-            from rich.console import Console
-
-            self._err = Console(stderr=True)
+            self._err = safe_console(stderr=True)
         return self._err
 
 
@@ -86,7 +83,7 @@ def cli(ctx: click.Context) -> None:
 
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the facts document as JSON.")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
               help="Write the facts JSON to FILE (atomically; - for stdout).")
 @click.option("--root", default="/", show_default=True, metavar="PATH",
               help="Read files under PATH (a mounted host tree, an unpacked sos report).")
@@ -142,7 +139,11 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
         for path in write_per_host(doc, out_dir) if out_dir else []:
             obj.err.print(f"facts written to {path}", markup=False, highlight=False)
         if output and output != "-":
-            emit(dumps(doc), output)
+            if doc["nodes"] or not doc.get("failed"):
+                emit(dumps(doc), output)
+            else:
+                click.echo(f"ncclcheck: note: every host failed: {output} is not written (an "
+                           "earlier file stays as it was)", err=True)
         if as_json or output == "-":
             click.echo(dumps(doc), nl=False)
         render_cluster(obj.err if (as_json or output) else obj.out, doc)
@@ -282,7 +283,8 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("--link-rate", type=click.FloatRange(min=0, min_open=True), metavar="GB/s",
               help="Link rate to report the peak busbw against (GB/s, 1e9 bytes/s).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench document as JSON.")
-@click.option("-o", "--output", metavar="FILE", help="Write the bench JSON to FILE (atomically).")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write the bench JSON to FILE (atomically).")
 @click.argument("compare_files", nargs=-1, metavar="[ENV_FILE]...")
 @click.pass_obj
 def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor: int,
@@ -330,7 +332,8 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
               help="Bench documents (ncclcheck bench, --compare, --import) to decide ties.")
 @click.option("--format", "fmt", type=click.Choice(["env", "shell", "deepspeed", "json"]),
               default="env", show_default=True, help="What stdout (or -o) gets.")
-@click.option("-o", "--output", metavar="FILE", help="Write to FILE (atomically) instead of stdout.")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write to FILE (atomically) instead of stdout.")
 @click.option("--explain", is_flag=True, help="Print every reason in full (stderr).")
 @click.option("--quiet", "-q", is_flag=True, help="No explanation on stderr.")
 @click.option("--verify", is_flag=True,
@@ -399,7 +402,8 @@ def rules(obj: Ctx, explain: bool, as_json: bool) -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, metavar="FILE... | -")
 @click.option("--json", "as_json", is_flag=True, help="Print the diagnosis document as JSON.")
-@click.option("-o", "--output", metavar="FILE", help="Write the diagnosis JSON to FILE (atomically).")
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
+              help="Write the diagnosis JSON to FILE (atomically).")
 @fail_on_option
 @click.pass_obj
 def diagnose(obj: Ctx, files: tuple[str, ...], as_json: bool, output: str | None,
@@ -432,7 +436,7 @@ def diagnose(obj: Ctx, files: tuple[str, ...], as_json: bool, output: str | None
 # --- report command (report.py) -------------------------------------------------------------
 @cli.command()
 @click.argument("documents", nargs=-1, required=True, metavar="DOC...")
-@click.option("-o", "--output", metavar="FILE",
+@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
               help="Write the report to FILE (atomically) instead of stdout.")
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default=None,
               help="html (one self-contained page) or md (Markdown for an issue). "
@@ -449,7 +453,7 @@ def report(obj: Ctx, documents: tuple[str, ...], output: str | None, fmt: str | 
     """
     from ncclcheck.report import format_for, make_report
 
-    emit(make_report(documents, format_for(output, fmt), title), output)
+    emit(printable_lines(make_report(documents, format_for(output, fmt), title)), output)
     if output and output != "-":
         obj.err.print(f"report written to {output}", markup=False, highlight=False)
 # --- end report ---
@@ -466,6 +470,28 @@ _add_tune()
 # --- end tune ---
 
 
+# --- schema command (validate.py) -----------------------------------------------------------
+@cli.command("schema")
+@click.argument("name", required=False, metavar="[NAME]")
+def schema_cmd(name: str | None) -> None:
+    """Print the JSON Schema of a document (facts, cluster, bench, diagnosis, recommendation).
+
+    \b
+      ncclcheck schema                 # the names
+      ncclcheck schema facts > facts.schema.json
+    """
+    import json
+
+    from ncclcheck import validate
+
+    if not name:
+        click.echo("\n".join(validate.KINDS))
+        return
+    click.echo(json.dumps(validate.definition(name.removeprefix("ncclcheck/")), indent=1,
+                          sort_keys=True))
+# --- end schema ---
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
     try:
@@ -473,25 +499,28 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        show_usage_error(exc)
         sys.exit(ExitCode.USAGE if isinstance(exc, click.UsageError) or exc.exit_code == 2
                  else exc.exit_code)
     except click.exceptions.Abort:
         click.echo("ncclcheck: interrupted", err=True)
         sys.exit(130)
     except NcclcheckError as exc:
-        click.echo(f"ncclcheck: error: {exc}", err=True)
+        click.echo(f"ncclcheck: error: {printable(exc)}", err=True)
         sys.exit(exc.code)
     except KeyboardInterrupt:
         click.echo("ncclcheck: interrupted", err=True)
         sys.exit(130)
+    except RecursionError:  # only input nested deeper than any document ncclcheck writes
+        click.echo("ncclcheck: error: an input is nested too deeply", err=True)
+        sys.exit(ExitCode.USAGE)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(ExitCode.OK)
     except Exception as exc:  # last resort: one line, never a traceback
         if os.environ.get("NCCLCHECK_DEBUG"):
             raise
-        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {exc} "
+        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(exc)} "
                    "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
         sys.exit(ExitCode.ERROR)
     sys.exit(rv if isinstance(rv, int) else ExitCode.OK)

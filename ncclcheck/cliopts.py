@@ -35,3 +35,29 @@ class GreedyOption(click.Option):
 
             opt.process = process
         return result
+
+
+def stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o`` callback: ``/dev/stdout`` (and its aliases) means ``-``, standard output."""
+    from ncclcheck.outfile import is_stdout
+
+    return "-" if is_stdout(value) else value
+
+
+def show_usage_error(exc: click.ClickException) -> None:
+    """A usage error as click shows it, but with README's ``ncclcheck: error: ...`` last line:
+
+    .. code-block:: text
+
+        Usage: ncclcheck probe [OPTIONS]
+        Try 'ncclcheck probe -h' for help.
+        ncclcheck: error: No such option: --nope
+    """
+    from ncclcheck.textsafe import printable
+
+    ctx = getattr(exc, "ctx", None)
+    if isinstance(exc, click.UsageError) and ctx is not None:
+        click.echo(ctx.get_usage(), err=True)
+        if ctx.command.get_help_option(ctx) is not None:
+            click.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", err=True)
+    click.echo(f"ncclcheck: error: {printable(exc.format_message())}", err=True)

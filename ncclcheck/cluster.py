@@ -20,7 +20,6 @@ or ``probe -o``: facts documents, cluster documents, or several JSON documents i
 from __future__ import annotations
 
 import gc
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +29,7 @@ from typing import Any
 
 from ncclcheck import schema
 from ncclcheck.errors import BadInput
+from ncclcheck.textsafe import printable
 
 FACTS = "ncclcheck/facts"
 CLUSTER = "ncclcheck/cluster"
@@ -51,7 +51,7 @@ def split_documents(text: str, source: str) -> list[Any]:
     ...
     ncclcheck.errors.BadInput: f.json: not valid JSON at offset 0 (Expecting property name enclosed in double quotes)
     """
-    decoder = json.JSONDecoder()
+    decoder = schema.DECODER
     docs, pos = [], 0
     while True:
         while pos < len(text) and text[pos].isspace():
@@ -62,7 +62,9 @@ def split_documents(text: str, source: str) -> list[Any]:
             doc, end = decoder.raw_decode(text, pos)
         except ValueError as exc:
             raise BadInput(f"{source}: not valid JSON at offset {pos} "
-                           f"({getattr(exc, 'msg', exc)})") from None
+                           f"({printable(getattr(exc, 'msg', exc))[:200]})") from None
+        except RecursionError:
+            raise BadInput(f"{source}: not valid JSON at offset {pos} (nested too deeply)") from None
         docs.append(doc)
         pos = end
     return docs
@@ -127,10 +129,9 @@ def gc_paused() -> Iterator[None]:
 def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, str]],
                seen: dict[str, str]) -> None:
     """Add the facts documents of one file (facts or cluster documents) to ``nodes``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    from ncclcheck.infile import read_text
+
+    text = read_text(path)
     from ncclcheck.pdsh import split_pdsh
 
     per_host = split_pdsh(text)  # pdsh -w ... probe --json: "host: line" lines
@@ -149,7 +150,7 @@ def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, s
         if doc["schema"] == CLUSTER:
             failed.extend(f for f in doc.get("failed") or [] if isinstance(f, dict))
         for facts in found:
-            check_facts(facts, str(path))
+            check_facts(facts, str(path), validate=doc is not facts)
             name = facts["hostname"]
             if name in seen:
                 raise BadInput(f"{path}: node {name} appears twice (also in {seen[name]}); "
@@ -158,7 +159,7 @@ def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, s
             nodes.append(facts)
 
 
-def check_facts(facts: Any, source: str) -> dict[str, Any]:
+def check_facts(facts: Any, source: str, validate: bool = True) -> dict[str, Any]:
     """A facts document's envelope and section shapes, checked before any rule reads it.
 
     >>> check_facts({"schema": "ncclcheck/facts", "schema_version": 1, "hostname": "n1",
@@ -168,13 +169,13 @@ def check_facts(facts: Any, source: str) -> dict[str, Any]:
     ...              "sections": {"gpu": {"status": "ok", "data": [1]}}}, "f.json")
     Traceback (most recent call last):
     ...
-    ncclcheck.errors.BadInput: f.json: node n1: section gpu is not a facts section (status 'ok' needs a data object)
+    ncclcheck.errors.BadInput: f.json: $.sections.gpu.data must be object or null
 
     Raises:
         BadInput: not a facts document, no hostname, or a section that is not ``{"status": ...,
             "data": {...} | null}``.
     """
-    schema.check(facts, source, (FACTS,))
+    schema.check(facts, source, (FACTS,), validate=validate)
     name, sections = facts.get("hostname"), facts.get("sections")
     if not isinstance(name, str) or not name or not isinstance(sections, dict):
         raise BadInput(f"{source}: a facts document without hostname or sections")

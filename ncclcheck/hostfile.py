@@ -30,6 +30,8 @@ _USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 _SCOPE = re.compile(r"^[A-Za-z0-9_.-]{1,15}$")
 #: Ports below this, written as ``host:N``, could be MPICH slot counts: refused as ambiguous.
 _LOWEST_UNAMBIGUOUS_PORT = 1024
+#: No node runs more processes than this: a larger slots= is a typo or hostile input.
+MAX_SLOTS = 65536
 
 
 @dataclass(frozen=True)
@@ -159,7 +161,7 @@ def parse_host_spec(spec: str) -> Target:
     validate_host(host)
     port = None
     if port_text is not None:
-        if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+        if not port_text.isdigit() or len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
             raise ValueError(f"{spec!r}: port {port_text!r} is not a number from 1 to 65535")
         port = int(port_text)
         if port < _LOWEST_UNAMBIGUOUS_PORT and port != 22 and not spec.startswith("[") \
@@ -173,8 +175,8 @@ def parse_host_spec(spec: str) -> Target:
 
 def _parse_count(field: str, name: str) -> int:
     value = field.split("=", 1)[1]
-    if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"{name}={value!r} is not a positive whole number")
+    if not value.isdigit() or len(value) > 6 or not 1 <= int(value) <= MAX_SLOTS:
+        raise ValueError(f"{name}={value[:20]!r} is not a whole number from 1 to {MAX_SLOTS}")
     return int(value)
 
 
@@ -271,9 +273,7 @@ def take_nodes(targets: list[Target], nodes: int | None, source: str = "hostfile
 
 def load_hostfile(path: str | Path, nodes: int | None = None) -> list[Target]:
     """Read, parse and cut a hostfile to ``nodes`` entries; every failure is one BadInput line."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc)
-        raise BadInput(f"{path}: cannot read hostfile ({reason})") from None
+    from ncclcheck.infile import read_text
+
+    text = read_text(path, "hostfile", "read hostfile")
     return take_nodes(parse_hostfile(text, str(path)), nodes, str(path))

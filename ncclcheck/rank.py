@@ -29,6 +29,7 @@ import queue
 import shlex
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -36,6 +37,9 @@ from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.hostfile import Target
 
 RESOLVE_TIMEOUT = 2.0
+#: Threads that resolve hostfile names at once, and the bound on the whole resolution pass.
+RESOLVE_WORKERS = 32
+RESOLVE_OVERALL = 30.0
 DEFAULT_PORT_RANGE = (29500, 29599)
 
 
@@ -122,6 +126,57 @@ def resolve(host: str, timeout: float = RESOLVE_TIMEOUT) -> set | None:
     return {a for a in found if a}
 
 
+def resolve_all(hosts: list[str], resolver: Callable[[str], "set | None"] | None = None,
+                workers: int = RESOLVE_WORKERS, per_name: float = RESOLVE_TIMEOUT,
+                overall: float = RESOLVE_OVERALL) -> list:
+    """Resolve ``hosts`` in a pool of at most ``workers`` threads; a list of answers (or None).
+
+    A name whose answer takes longer than ``per_name`` seconds counts as unresolved, and the
+    whole pass ends after ``overall`` seconds: names not reached by then are unresolved too.
+    A resolver stuck inside getaddrinfo holds one worker (a daemon thread), never more threads.
+
+    >>> resolve_all(["a", "b", "c"], {"a": {"198.18.0.1"}}.get, workers=2)
+    [{'198.18.0.1'}, None, None]
+    """
+    resolver = resolver or _getaddrinfo
+    answers: list = [None] * len(hosts)
+    work: queue.Queue = queue.Queue()
+    for index in range(len(hosts)):
+        work.put(index)
+    done = threading.Semaphore(0)
+    stop = threading.Event()
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                index = work.get_nowait()
+            except queue.Empty:
+                return
+            started = time.monotonic()
+            try:
+                answer = resolver(hosts[index])
+            except Exception:  # noqa: BLE001 - any resolver failure means "no answer"
+                answer = None
+            if time.monotonic() - started <= per_name:
+                answers[index] = answer
+            done.release()
+
+    for _ in range(min(workers, len(hosts))):
+        threading.Thread(target=worker, daemon=True).start()
+    deadline = time.monotonic() + overall
+    for _ in hosts:
+        if not done.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            break
+    stop.set()
+    return list(answers)
+
+
+def _getaddrinfo(host: str) -> "set | None":
+    found = {normalize_address(info[4][0])
+             for info in socket.getaddrinfo(host, None, 0, socket.SOCK_STREAM)}
+    return {a for a in found if a} or None
+
+
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost",
                             "ip6-loopback"})
 
@@ -139,7 +194,8 @@ def is_loopback_host(host: str) -> bool:
 
 
 def find_rank(targets: list[Target], me: Identity,
-              resolver: Callable[[str], "set | None"] = resolve, source: str = "hostfile") -> int:
+              resolver: Callable[[str], "set | None"] | None = None,
+              source: str = "hostfile") -> int:
     """The 0-based position of this node in ``targets``.
 
     Direct matches (an address of this node, or one of its names) are tried first; only when
@@ -171,15 +227,8 @@ def find_rank(targets: list[Target], me: Identity,
     if direct:
         return direct[0]
     names = [i for i, t in enumerate(targets) if normalize_address(t.host) is None]
-    answers: dict[int, "set | None"] = {}
-    threads = []
-    for i in names:
-        thread = threading.Thread(target=lambda i=i: answers.__setitem__(
-            i, resolver(targets[i].host)), daemon=True)
-        thread.start()
-        threads.append(thread)
-    for thread in threads:
-        thread.join(RESOLVE_TIMEOUT + 1)
+    answers = resolve_all([targets[i].host for i in names], resolver)
+    answers = {i: answers[k] for k, i in enumerate(names)}
     matched = [i for i in names
                if {a for a in (answers.get(i) or ()) if not is_loopback(a)} & me.addresses]
     if len(matched) > 1:
@@ -248,7 +297,7 @@ def first_free_port(ports: Iterable[int], is_free: Callable[[int], bool] = port_
 def rank_assignments(targets: list[Target], me: Identity | None = None,
                      port_range: tuple[int, int] = DEFAULT_PORT_RANGE,
                      master_port: int | None = None,
-                     resolver: Callable[[str], "set | None"] = resolve,
+                     resolver: Callable[[str], "set | None"] | None = None,
                      is_free: Callable[[int], bool] = port_is_free,
                      source: str = "hostfile", notes: list[str] | None = None) -> dict:
     """``NNODES``, ``NODE_RANK``, ``MASTER_ADDR``, ``MASTER_PORT`` (+ ``NPROC_PER_NODE`` when

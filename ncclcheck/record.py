@@ -23,6 +23,7 @@ Loopback, link-local and multicast addresses, netmasks, and addresses in 198.18.
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import os
 import re
@@ -321,6 +322,12 @@ def record_host(folder: str, root: str = "/", scrub: bool = True) -> Path:
     out = Path(folder)
     if not os.path.isdir(root):
         raise BadInput(f"--root {root}: not a directory")
+    try:
+        os.stat(out)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name too long, a file in the way, no permission
+        raise BadInput(f"{folder}: cannot write ({exc.strerror or exc})") from None
     if out.exists() and not out.is_dir():
         raise BadInput(f"{folder}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()):
@@ -338,8 +345,9 @@ def record_host(folder: str, root: str = "/", scrub: bool = True) -> Path:
     try:
         host.save(out, scrubber)
     except OSError as exc:
-        raise NcclcheckError(f"{folder}: cannot write the recording "
-                             f"({exc.strerror or exc})") from None
+        error = BadInput if exc.errno in (errno.ENAMETOOLONG, errno.EACCES, errno.EROFS,
+                                          errno.ENOTDIR, errno.ENOENT) else NcclcheckError
+        raise error(f"{folder}: cannot write the recording ({exc.strerror or exc})") from None
     replayed = collect_facts(RecordedHost(out))
     schema.dump(normalise(replayed), out / "facts.json")
     (out / "README.md").write_text(

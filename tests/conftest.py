@@ -9,6 +9,10 @@ from pathlib import Path
 
 import pytest
 
+# Every document the suite writes (in this process and in the ncclcheck processes it starts) is
+# validated against its schema first: a writer that drifts from its schema fails the test.
+os.environ.setdefault("NCCLCHECK_VALIDATE_WRITES", "1")
+
 FIXTURES = Path(__file__).parent / "fixtures"
 HOSTS = FIXTURES / "hosts"
 

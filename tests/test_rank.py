@@ -221,3 +221,61 @@ def test_master_and_worker_agree_on_the_port_while_29500_is_busy(two_nodes):
         assert code == 0, err
         ports.add(json.loads(out)["MASTER_PORT"])
     assert ports == {29501}
+
+
+# -- bounds (issue 16) -------------------------------------------------------------------------
+
+def _ncclcheck(*args):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "ncclcheck", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_endless_hostfile_is_exit_2_quickly():
+    import time
+
+    started = time.monotonic()
+    out = _ncclcheck("rank", "--hostfile", "/dev/zero")
+    assert out.returncode == 2 and "larger than" in out.stderr, out.stderr
+    assert time.monotonic() - started < 10
+
+
+def test_3000_unresolvable_names_exit_2_within_60_s(tmp_path):
+    import time
+
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("".join(f"nohost-{i}.invalid\n" for i in range(3000)))
+    started = time.monotonic()
+    out = _ncclcheck("rank", "--hostfile", str(hostfile))
+    assert out.returncode == 2, out.stderr
+    assert "not in" in out.stderr and "internal error" not in out.stderr
+    assert time.monotonic() - started < 60
+
+
+def test_resolver_pool_is_bounded_and_has_a_deadline():
+    import threading
+    import time
+
+    from ncclcheck.rank import resolve_all
+
+    live: list[int] = []
+    lock = threading.Lock()
+    running = [0]
+
+    def slow(host):
+        with lock:
+            running[0] += 1
+            live.append(running[0])
+        time.sleep(0.05 if host != "stuck" else 5)
+        with lock:
+            running[0] -= 1
+        return {"198.18.0.1"} if host == "good" else None
+
+    started = time.monotonic()
+    got = resolve_all(["stuck"] + ["x"] * 200 + ["good"], slow, workers=8, per_name=1,
+                      overall=2)
+    assert max(live) <= 8
+    assert got[0] is None and got[-1] == {"198.18.0.1"}
+    assert time.monotonic() - started < 3

@@ -221,7 +221,7 @@ def test_scrubber_maps_each_form_of_one_address_alike():
     (lambda t: (t / "full").mkdir() or (t / "full" / "x").write_text("x"), ["{t}/full"], 2,
      "not empty"),
     (lambda t: None, ["{t}/new", "--root", "{t}/no-such-root"], 2, "--root"),
-    (lambda t: (t / "file").write_text("x"), ["{t}/file/sub"], 1, "cannot write"),
+    (lambda t: (t / "file").write_text("x"), ["{t}/file/sub"], 2, "cannot write"),
 ])
 def test_record_refuses_bad_targets_in_one_line(tmp_path, make, args, code, needle):
     make(tmp_path)

@@ -12,7 +12,7 @@ from ncclcheck.errors import BadInput, NcclcheckError
 
 
 def test_envelope_carries_integer_version():
-    doc = schema.envelope("ncclcheck/facts", hostname="n1")
+    doc = schema.envelope("ncclcheck/facts", hostname="n1", sections={})
     assert doc["schema_version"] == 1 and isinstance(doc["schema_version"], int)
     assert schema.loads(schema.dumps(doc))["hostname"] == "n1"
 

@@ -134,17 +134,24 @@ def streaming_table(opts: Any, inner: Any, out: Any) -> Any:
     return StreamTable(head, write, inner)
 
 
-def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any) -> None:
-    """``-o`` (atomic JSON), then ``--json`` or the table on stdout."""
+def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
+                  to_file: bool = True) -> None:
+    """``-o`` (atomic JSON), then ``--json`` or the table on stdout.
+
+    ``to_file`` False (every run failed) keeps the user's earlier ``-o`` file, and says so.
+    """
     from ncclcheck.schema import dumps, write_atomic
 
-    if req.output and req.output != "-":
+    if req.output and req.output != "-" and not to_file:
+        err.print(f"every run failed: {req.output} is not written (an earlier file stays as "
+                  "it was)", highlight=False, markup=False, soft_wrap=True)
+    elif req.output and req.output != "-":
         write_atomic(req.output, dumps(doc))
     if req.as_json or req.output == "-":
         click.echo(dumps(doc), nl=False)
     else:
         click.echo(text, nl=False)
-        if req.output and req.output != "-":
+        if req.output and req.output != "-" and to_file:
             err.print(f"bench document written to {req.output}", highlight=False)
 
 
@@ -218,7 +225,7 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
             return
         runs.append({"label": label, "env_file": path, "env": env, "bench": doc})
     doc = compare_document(runs)
-    write_outputs(doc, req, render_compare(doc), err)
+    write_outputs(doc, req, render_compare(doc), err, to_file=len(failed) < len(runs))
     wrong = sum(r["bench"].get("wrong_total") or 0 for r in runs)
     if failed:
         raise NcclcheckError("; ".join(failed))

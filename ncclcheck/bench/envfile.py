@@ -90,12 +90,9 @@ def parse_env_text(text: str, source: str = "env file") -> dict[str, str]:
 
 def load_env_file(path: str | Path) -> dict[str, str]:
     """Read and parse an env file; every failure is one :class:`BadInput` line."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if len(raw) > 1 << 20:
-        raise BadInput(f"{path}: larger than 1 MiB; not an env file")
+    from ncclcheck.infile import read_bytes
+
+    raw = read_bytes(path, "envfile")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

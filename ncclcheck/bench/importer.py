@@ -19,6 +19,7 @@ against the rank count when only one op fits, or, failing those, the file's name
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,32 @@ AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<avg>[-+0-9.eE]+)")
 LABEL_RE = re.compile(r"^\s*\d{1,7}: ")
 
 
+#: No nccl-tests figure (time in us, GB/s, a size or count) is this large; beyond it the line is
+#: refused rather than fed to the charts and the op inference (a ``1e999`` cell once made them spin).
+ABSURD = 1e15
+
+
+class AbsurdNumber(ValueError):
+    """A row holds a number that is not finite or beyond :data:`ABSURD`."""
+
+
 def _number(text: str) -> float | None:
+    """A finite float, None for text that is no number; :class:`AbsurdNumber` for inf/nan/huge.
+
+    >>> _number("1.5"), _number("N/A")
+    (1.5, None)
+    >>> _number("1e999")
+    Traceback (most recent call last):
+    ...
+    ncclcheck.bench.importer.AbsurdNumber: '1e999' is not a finite number below 1e+15
+    """
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         return None
+    if not math.isfinite(value) or abs(value) > ABSURD:
+        raise AbsurdNumber(f"{text!r} is not a finite number below {ABSURD:g}")
+    return value
 
 
 def parse_row(line: str, columns: list[str]) -> dict[str, Any] | None:
@@ -104,6 +126,9 @@ def parse_row(line: str, columns: list[str]) -> dict[str, Any] | None:
             entry["max_error"] = _number(err)
         halves.append(entry)
     root = named.get("root")
+    for key in ("size", "count"):
+        if int(match.group(key)) > ABSURD:
+            raise AbsurdNumber(f"{key} {match.group(key)[:20]} is beyond {ABSURD:g}")
     return {"size_bytes": int(match.group("size")), "count": int(match.group("count")),
             "type": match.group("type"), "redop": named.get("redop", ""),
             "root": int(root) if root and root.lstrip("-").isdigit() else -1,
@@ -121,7 +146,7 @@ def nccl_version_from_code(code: int) -> str:
     return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
 
 
-def parse_nccl_tests(text: str) -> dict[str, Any]:
+def parse_nccl_tests(text: str, source: str = "nccl-tests output") -> dict[str, Any]:
     """The facts in one nccl-tests output: header, ranks, column names, rows, footer.
 
     Recorded sample (nccl-tests 2.18.0 under ``mpirun --tag-output``, from
@@ -148,53 +173,64 @@ def parse_nccl_tests(text: str) -> dict[str, Any]:
     lines = [LABEL_RE.sub("", parse_prefix(raw.rstrip("\r"))[1], count=1)
              for raw in text.splitlines()]
     table_done = False
-    for line in lines:
-        stripped = line.strip()
-        if (match := VERSION_RE.match(stripped)):
-            facts["nccl_tests_version"] = match.group("version")
-            if match.group("lib"):
-                facts["nccl_version"] = nccl_version_from_code(int(match.group("lib")))
-        elif (match := STARTING_RE.match(stripped)):
-            facts["op"] = facts["op"] or match.group("op")
-        elif (match := HEADER_RE.match(stripped)):
-            facts["warmup"], facts["iters"] = int(match.group("warmup")), int(match.group("iters"))
-            if match.group("check") is not None:
-                facts["check"] = int(match.group("check"))
-            facts["sweep"] = {"threads": int(match.group("threads")),
-                              "gpus": int(match.group("gpus")),
-                              "min_bytes": int(match.group("min")) if match.group("min") else None,
-                              "max_bytes": int(match.group("max")) if match.group("max") else None,
-                              "step_factor": (int(match.group("step"))
-                                              if match.group("kind") == "factor" else None),
-                              "step_bytes": (int(match.group("step"))
-                                             if match.group("kind") == "bytes" else None)}
-        elif (match := RANK_RE.match(stripped)):
-            rank = {"rank": int(match.group("rank")), "pid": int(match.group("pid")),
-                    "host": match.group("host"), "device": int(match.group("device")),
-                    "bus_id": match.group("bus"), "gpu": match.group("gpu").strip()}
-            if rank not in facts["ranks"]:
-                facts["ranks"].append(rank)
-        elif (match := COLUMNS_RE.match(stripped)):
-            if facts["rows"]:
-                table_done = True
-            if not table_done:
-                facts["columns"] = match.group("rest").split()
-            facts["tables"] += 1
-        elif (match := OOB_RE.match(stripped)):
-            if facts["out_of_bounds"] is None:
-                facts["out_of_bounds"] = int(match.group("n"))
-        elif (match := AVG_RE.match(stripped)):
-            if facts["avg_busbw_gbps"] is None:
-                facts["avg_busbw_gbps"] = float(match.group("avg"))
-            table_done = True
-        elif facts["columns"] is not None and not table_done and not stripped.startswith("#"):
-            row = parse_row(line, facts["columns"])
-            if row is not None:
-                facts["rows"].append(row)
-        if facts["op_from_command"] is None and not stripped.startswith("#"):
-            if (match := COMMAND_OP_RE.search(stripped)):
-                facts["op_from_command"] = match.group("op")
+    for number, line in enumerate(lines, 1):
+        try:
+            table_done = _parse_line(facts, line, table_done)
+        except AbsurdNumber as exc:
+            raise BadInput(f"{source}: line {number}: {exc}") from None
+        except ValueError:  # int() of thousands of digits
+            raise BadInput(f"{source}: line {number}: a number too long to read") from None
     return facts
+
+
+def _parse_line(facts: dict[str, Any], line: str, table_done: bool) -> bool:
+    """Add what one line says to ``facts``; whether the first table has ended."""
+    stripped = line.strip()
+    if (match := VERSION_RE.match(stripped)):
+        facts["nccl_tests_version"] = match.group("version")
+        if match.group("lib"):
+            facts["nccl_version"] = nccl_version_from_code(int(match.group("lib")))
+    elif (match := STARTING_RE.match(stripped)):
+        facts["op"] = facts["op"] or match.group("op")
+    elif (match := HEADER_RE.match(stripped)):
+        facts["warmup"], facts["iters"] = int(match.group("warmup")), int(match.group("iters"))
+        if match.group("check") is not None:
+            facts["check"] = int(match.group("check"))
+        facts["sweep"] = {"threads": int(match.group("threads")),
+                          "gpus": int(match.group("gpus")),
+                          "min_bytes": int(match.group("min")) if match.group("min") else None,
+                          "max_bytes": int(match.group("max")) if match.group("max") else None,
+                          "step_factor": (int(match.group("step"))
+                                          if match.group("kind") == "factor" else None),
+                          "step_bytes": (int(match.group("step"))
+                                         if match.group("kind") == "bytes" else None)}
+    elif (match := RANK_RE.match(stripped)):
+        rank = {"rank": int(match.group("rank")), "pid": int(match.group("pid")),
+                "host": match.group("host"), "device": int(match.group("device")),
+                "bus_id": match.group("bus"), "gpu": match.group("gpu").strip()}
+        if rank not in facts["ranks"]:
+            facts["ranks"].append(rank)
+    elif (match := COLUMNS_RE.match(stripped)):
+        if facts["rows"]:
+            table_done = True
+        if not table_done:
+            facts["columns"] = match.group("rest").split()
+        facts["tables"] += 1
+    elif (match := OOB_RE.match(stripped)):
+        if facts["out_of_bounds"] is None:
+            facts["out_of_bounds"] = int(match.group("n"))
+    elif (match := AVG_RE.match(stripped)):
+        if facts["avg_busbw_gbps"] is None:
+            facts["avg_busbw_gbps"] = _number(match.group("avg"))
+        table_done = True
+    elif facts["columns"] is not None and not table_done and not stripped.startswith("#"):
+        row = parse_row(line, facts["columns"])
+        if row is not None:
+            facts["rows"].append(row)
+    if facts["op_from_command"] is None and not stripped.startswith("#"):
+        if (match := COMMAND_OP_RE.search(stripped)):
+            facts["op_from_command"] = match.group("op")
+    return table_done
 
 
 def infer_op(rows: list[dict[str, Any]], nranks: int, elt_bytes: int | None) -> Op | None:
@@ -261,7 +297,7 @@ def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | No
     """Build a bench document from nccl-tests output; :class:`BadInput` when it has no table."""
     from ncclcheck.bench.sweep import DTYPES
 
-    facts = parse_nccl_tests(text)
+    facts = parse_nccl_tests(text, source)
     if not facts["rows"]:
         raise BadInput(f"{source}: no nccl-tests result table found")
     hosts: list[str] = []
@@ -304,11 +340,7 @@ def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | No
 
 def import_file(path: str | Path, op: str | None = None) -> dict[str, Any]:
     """Read an nccl-tests output file (``-`` is stdin) into a bench document."""
-    import sys
+    from ncclcheck.infile import read_bytes
 
-    try:
-        text = sys.stdin.read() if str(path) == "-" else Path(path).read_text(
-            encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise BadInput(f"{path}: cannot read ({exc.strerror or exc})") from None
+    text = read_bytes(path, "table").decode("utf-8", errors="replace")
     return import_nccl_tests(text, str(path), op)

@@ -150,3 +150,30 @@ def test_parse_keeps_only_the_first_table():
     text = (FIXTURES / "rtx5090-socket-2.18-mpi-tagged.txt").read_text()
     facts = parse_nccl_tests(text + text)
     assert len(facts["rows"]) == 8 and facts["tables"] == 2
+
+
+# -- bounds (issue 16) -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("column, cell, needle", [
+    (6, "1e999", "'1e999' is not a finite number"),
+    (6, "nan", "'nan' is not a finite number"),
+    (0, "9" * 5000, "too long to read"),
+    (0, "9" * 30, "is beyond"),
+])
+def test_absurd_cell_is_exit_2_naming_the_line_within_1_s(tmp_path, column, cell, needle):
+    import subprocess
+    import sys
+    import time
+
+    src = (FIXTURES / "a3mega-h100-2x8-all_reduce.txt").read_text().splitlines()
+    n = next(i for i, line in enumerate(src) if line.strip().startswith("8 "))
+    fields = src[n].split()
+    fields[column] = cell
+    src[n] = " ".join(fields)
+    path = tmp_path / "t.txt"
+    path.write_text("\n".join(src) + "\n")
+    started = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "bench", "--import", str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and f"line {n + 1}: " in out.stderr and needle in out.stderr
+    assert time.monotonic() - started < 1 + 1.5  # 1 s of work, plus the interpreter's start

@@ -83,9 +83,10 @@ def test_split_documents_accepts_json_lines():
 
 
 @pytest.mark.parametrize("sections, needle", [
-    ({"network": "x"}, "section network is not a facts section (no status)"),
-    ({"network": {"status": "ok", "data": [1, 2]}}, "status 'ok' needs a data object"),
-    ([], "without hostname or sections"),
+    ({"network": "x"}, "$.sections.network must be object"),
+    ({"network": {"status": "ok", "data": [1, 2]}}, "$.sections.network.data must be object"),
+    ({"network": {"status": "ok", "data": None}}, "status 'ok' needs a data object"),
+    ([], "$.sections must be object"),
 ])
 def test_malformed_sections_are_bad_input(tmp_path, sections, needle):
     path = tmp_path / "n1.json"

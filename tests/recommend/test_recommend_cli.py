@@ -143,11 +143,30 @@ def test_a_cluster_where_every_host_failed_is_an_error(tmp_path):
     assert "every host failed" in out.stderr and "n1: timed out" in out.stderr
 
 
-def test_facts_a_rule_cannot_read_are_named_in_the_file_and_fail_on(files, tmp_path):
+def test_facts_a_rule_cannot_read_are_refused_naming_the_file_and_path(files, tmp_path):
     doc = json.loads(files["roce-pair"].read_text())
     doc["nodes"][1]["sections"]["network"]["data"]["interfaces"] = {"bond0": "up"}
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(doc))
+    out = ncclcheck("recommend", "--probe", str(path))
+    assert out.returncode == ExitCode.USAGE and out.stdout == "", out.stderr
+    assert out.stderr.strip().endswith(
+        f"{path}: $.nodes[1].sections.network.data.interfaces must be array or null")
+
+
+def test_a_rule_that_fails_on_valid_facts_is_named_in_the_file_and_fail_on(files):
+    """The safety net behind the schema: a rule that raises on valid facts is a rule error."""
+    path = files["roce-pair"]
+    boom = ("import sys\n"
+            "from ncclcheck.rules import net_socket_ifname as r\n"
+            "def boom(nodes):\n    raise KeyError('interfaces')\n"
+            "object.__setattr__(r.RULE, 'check', boom)\n"
+            "from ncclcheck.cli import main\nmain(sys.argv[1:])\n")
+
+    def ncclcheck(*args):
+        return subprocess.run([sys.executable, "-c", boom, *args], capture_output=True,
+                              text=True, timeout=120, check=False)
+
     out = ncclcheck("recommend", "--probe", str(path))
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-1000:]
     assert "NCCL_SOCKET_IFNAME" not in parse_env_text(out.stdout)
@@ -163,7 +182,7 @@ def test_malformed_sections_are_one_line_exit_2(tmp_path):
                                 "sections": {"gpu": {"status": "ok", "data": "x"}}}))
     out = ncclcheck("recommend", "--probe", str(path))
     assert out.returncode == ExitCode.USAGE and out.stdout == ""
-    assert out.stderr.count("\n") == 1 and "section gpu is not a facts section" in out.stderr
+    assert out.stderr.count("\n") == 1 and "$.sections.gpu.data must be object" in out.stderr
 
 
 def test_stderr_names_a_per_node_finding_once_with_every_node(files):

@@ -38,14 +38,14 @@ BAD = [
     ("report.json", {"schema": "ncclcheck/report", "schema_version": 1},
      "report reads ncclcheck/facts"),
     ("rows.json", {"schema": "ncclcheck/bench", "schema_version": 1, "rows": {"a": 1}},
-     "has no valid 'rows'"),
+     "$.rows must be array"),
     ("sections.json", {"schema": "ncclcheck/facts", "schema_version": 1, "sections": []},
-     "has no valid 'sections'"),
+     "$.sections must be object"),
     ("cluster.json", {"schema": "ncclcheck/cluster", "schema_version": 1,
                       "nodes": [{"schema": "ncclcheck/bench", "schema_version": 1}]},
-     "nodes[0]: is ncclcheck/bench, expected ncclcheck/facts"),
+     "$.nodes[0].schema must be"),
     ("runs.json", {"schema": "ncclcheck/bench", "schema_version": 1, "runs": [{"label": "a"}]},
-     "runs[0] has no 'bench' object"),
+     "$.runs[0] must contain ['bench']"),
 ]
 
 

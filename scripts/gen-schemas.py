@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Write ncclcheck/schemas/*.schema.json: the JSON Schema of every document ncclcheck writes.
+
+The envelopes, findings and the keys readers index are written out here by hand (``HAND``);
+the deep, probe-specific parts (each facts section's ``data``, bench rows, diagnosis ranks) are
+inferred from real documents: the recorded hosts replayed, every fixture document, nccl-tests
+imports and diagnoses of the recorded logs. Inference is strict on types (a key seen as a string
+must stay a string), lenient on presence (no key it saw is required) and on unknown keys.
+
+    python scripts/gen-schemas.py            # rewrite the files
+    python scripts/gen-schemas.py --check    # exit 1 when they are stale
+    # also learn from every document the test suite writes:
+    NCCLCHECK_SCHEMA_SAMPLES=/tmp/s python -m pytest -q tests; python scripts/gen-schemas.py --samples /tmp/s
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+FIX = ROOT / "tests" / "fixtures"
+OUT = ROOT / "ncclcheck" / "schemas"
+
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: Whether every inferred value may also be null (the samples cannot show every failure).
+NULLABLE = True
+JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null",
+              list: "array", dict: "object"}
+#: Keys that hold a map (names chosen by the data, not by ncclcheck) even when they look like
+#: fixed field names: the value schema is shared by every key.
+MAPS = {"env", "candidate_env", "conf_env", "hosts_map", "values", "evidence", "reasons",
+        "differences", "other", "nccl", "torch_nccl", "interfaces", "devices", "nics"}
+
+
+def infer(samples: list, key: str = "") -> dict:
+    """A schema that every sample satisfies: types, object properties, array items."""
+    types = []
+    for s in samples:
+        t = JSON_TYPES[type(s)]
+        if t not in types:
+            types.append(t)
+    if "integer" in types:  # a count seen whole in the samples may be 1.5 in another document
+        types.remove("integer")
+        if "number" not in types:
+            types.append("number")
+    out: dict = {}
+    if not types or types == ["null"]:  # never seen with a value: nothing known about it
+        return out
+    if NULLABLE and "null" not in types:  # a probe that could not read a value writes null
+        types.append("null")
+    out["type"] = types[0] if len(types) == 1 else sorted(types)
+    objects = [s for s in samples if isinstance(s, dict)]
+    if objects:
+        keys: list[str] = []
+        for o in objects:
+            keys += [k for k in o if k not in keys]
+        if key in MAPS or any(not NAME.match(k) for k in keys):
+            values = [v for o in objects for v in o.values()]
+            if values:
+                out["additionalProperties"] = infer(values)
+        else:
+            out["properties"] = {k: infer([o[k] for o in objects if k in o], k) for k in keys}
+    arrays = [s for s in samples if isinstance(s, list)]
+    items = [v for a in arrays for v in a]
+    if items:
+        out["items"] = infer(items)
+    return out
+
+
+def merge(inferred: dict, hand: dict) -> dict:
+    """``inferred`` with ``hand`` laid over it, key by key (the hand-written part wins; an
+    empty hand-written schema, ``{}``, means anything)."""
+    out = dict(inferred)
+    for key, value in hand.items():
+        if isinstance(value, dict) and value and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def samples() -> dict[str, list]:
+    """Real documents of each kind."""
+    from ncclcheck import schema
+    from ncclcheck.bench.importer import import_file
+    from ncclcheck.cluster import load_sources
+    from ncclcheck.diagnose import diagnose_files
+    from ncclcheck.host import RecordedHost
+    from ncclcheck.probe import collect_facts
+    from ncclcheck.recommend import run_command
+
+    docs: dict[str, list] = {k: [] for k in schema.SCHEMAS}
+
+    def add(doc):
+        if isinstance(doc, list):
+            for d in doc:
+                add(d)
+        elif isinstance(doc, dict) and doc.get("schema") in docs:
+            docs[doc["schema"]].append(doc)
+            for node in doc.get("nodes") or [] if doc["schema"] == "ncclcheck/cluster" else []:
+                add(node)
+
+    for host in sorted(p for p in (FIX / "hosts").iterdir() if p.is_dir()):
+        add(collect_facts(RecordedHost(host)))
+    extra = sys.argv[sys.argv.index("--samples") + 1] if "--samples" in sys.argv else None
+    for path in sorted(FIX.rglob("*.json")) + sorted(Path(extra).glob("*.json") if extra else []):
+        try:
+            add(json.loads(path.read_text()))
+        except ValueError:
+            pass
+    for path in sorted((FIX / "nccl-tests").glob("*.txt")):
+        try:
+            add(import_file(path))
+        except Exception:  # noqa: BLE001 - a fixture that needs --op
+            pass
+    for path in sorted((FIX / "logs").glob("*.log")):
+        add(diagnose_files([str(path)]))
+    for folder in sorted((FIX / "clusters").iterdir()):
+        cluster = folder / "cluster.json"
+        if cluster.exists() and "nodes" in json.loads(cluster.read_text()) \
+                and json.loads(cluster.read_text()).get("schema"):
+            add(load_sources([str(cluster)]))
+            add(run_command([str(cluster)], [], "json")[0])
+    return docs
+
+
+def section_defs(facts: list[dict]) -> dict:
+    """One ``definitions`` entry per facts section: its ``data`` inferred from the samples."""
+    names = sorted({n for f in facts for n in (f.get("sections") or {})})
+    out = {}
+    for name in names:
+        datas = [f["sections"][name].get("data") for f in facts
+                 if isinstance(f["sections"].get(name), dict)]
+        data = infer([d for d in datas if d is not None])
+        data["type"] = ["null", "object"]
+        out[f"section_{name}"] = {"allOf": [{"$ref": "#/definitions/section"}],
+                                  "properties": {"data": data}}
+    return out
+
+
+def build(docs: dict[str, list]) -> dict[str, dict]:
+    from schema_hand import HAND  # the hand-written parts, beside this file
+
+    hand = copy.deepcopy(HAND)
+    facts = hand["facts"]
+    facts["definitions"].update(section_defs(docs["ncclcheck/facts"]))
+    facts["properties"]["sections"]["properties"] = {
+        k[len("section_"):]: {"$ref": f"#/definitions/{k}"} for k in facts["definitions"]
+        if k.startswith("section_")}
+    skip = {"schema", "schema_version", "ncclcheck_version", "created_at", "sections", "nodes",
+            "runs"}
+    for kind in hand:
+        found = docs[f"ncclcheck/{kind}"]
+        if kind == "bench":  # a --compare document's runs hold bench documents too
+            found = found + [r["bench"] for d in found for r in d.get("runs") or []]
+        props = hand[kind]["properties"]
+        keys = sorted({k for d in found for k in d} - skip)
+        for key in keys:
+            inferred = infer([d[key] for d in found if key in d], key)
+            if isinstance(inferred.get("type"), str):  # a part that a writer may leave out
+                inferred["type"] = [inferred["type"], "null"]
+            props[key] = merge(inferred, props.get(key, {}))
+    run = hand["bench"]["properties"]["runs"]["items"]["properties"]["bench"]
+    run["properties"] = {k: v for k, v in hand["bench"]["properties"].items()
+                         if k not in ("runs", "best", "schema", "schema_version")}
+    return hand
+
+
+def main() -> int:
+    sys.path.insert(0, str(Path(__file__).parent))
+    built = build(samples())
+    stale = []
+    for kind, schema_doc in built.items():
+        path = OUT / f"{kind}.schema.json"
+        text = json.dumps(schema_doc, indent=1, sort_keys=True) + "\n"
+        if "--check" in sys.argv:
+            if not path.exists() or path.read_text() != text:
+                stale.append(path.name)
+        else:
+            OUT.mkdir(exist_ok=True)
+            path.write_text(text)
+    if stale:
+        print("stale: " + ", ".join(stale) + " (run scripts/gen-schemas.py)")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
