@@ -25,6 +25,7 @@ SCHEMAS: dict[str, int] = {
     "ncclcheck/recommendation": 1,
     "ncclcheck/diagnosis": 1,
     "ncclcheck/report": 1,
+    "ncclcheck/pairwise": 1,
 }
 
 

@@ -81,6 +81,7 @@ class BenchOptions:
     average: str = "mean"
     sweep: dict[str, Any] | None = None
     launcher: str | None = None  #: "ssh", "slurm", or None: slurm inside an allocation
+    pairwise: dict[str, Any] | None = None  #: bench --pairwise (ncclcheck.bench.pairlaunch)
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
@@ -88,7 +89,7 @@ class BenchOptions:
                 "warmup": self.warmup, "iters": self.iters, "check": self.check,
                 "backend": backend, "timeout_s": self.timeout, "average": self.average,
                 "sweep": self.sweep, "candidate_env": dict(self.candidate_env),
-                "link_rate_gbps": self.link_rate_gbps}
+                "link_rate_gbps": self.link_rate_gbps, "pairwise": self.pairwise}
 
 
 def torch_available() -> bool:
@@ -194,6 +195,8 @@ def plan_node(opts: BenchOptions, hello: dict[str, Any], slots: int | None, labe
               backend: str, multi_node: bool) -> int:
     """How many ranks a node runs: hostfile slots, --procs, its GPUs, or the CPU default."""
     gpus = int(hello.get("gpus") or 0)
+    if opts.pairwise:  # one rank per node: the node is what the pairs measure
+        slots = 1
     count = slots or opts.procs or (gpus if backend == "nccl" else (1 if multi_node else 2))
     if count < 1:
         raise BadInput(f"{label}: no ranks to run")
