@@ -94,14 +94,15 @@ def test_slow_node_is_named(fleet):
     assert {p["peer"] for p in evidence["pairs"]} == {f"node{i}" for i in range(1, 9)} - {"node5"}
 
 
-def test_slow_link_is_named(fleet):
+def test_slow_link_is_named(fleet, tmp_path):
     c, hostfile = fleet
     slow_link_by_destination(c, "node2", "node6", SLOW)
     try:
-        doc = hunt(c, hostfile)
+        doc = hunt(c, hostfile, "-o", str(tmp_path / "hunt.json"))
     finally:
         c.set_rate("node2", RATE)
         c.set_rate("node6", RATE)
     assert verdict(doc) == ([], [{"node2", "node6"}])
     link = doc["slow_links"][0]
     assert link["ratio"] < 0.6 and link["expected_gbps"] > link["gbps"]
+    assert json.loads((tmp_path / "hunt.json").read_text()) == doc  # -o: the same document
