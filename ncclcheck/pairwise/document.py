@@ -3,7 +3,7 @@
 Top-level keys (``schema_version`` 1; readers ignore unknown keys)::
 
     {"schema": "ncclcheck/pairwise", "schema_version": 1, "ncclcheck_version": "...",
-     "created": "2026-11-25T15:00:00Z",
+     "created_at": "2026-11-25T15:00:00Z",
      "hosts": ["node1", ..., "node8"],                 # rank i is hosts[i]
      "slow_nodes": [{"host": "node5", "score": 0.2, "level_gbps": 0.0049,
                      "fleet_median_gbps": 0.0243, "cut": 0.75, "pair_count": 7,
@@ -63,7 +63,7 @@ def build(raw: dict[str, Any], hosts: list[str], requested_rounds: int | None,
         return [[[hosts[a], hosts[b]] for a, b in rnd] for rnd in rounds]
 
     return envelope(
-        SCHEMA, created=now_utc(), hosts=list(hosts),
+        SCHEMA, created_at=now_utc(), hosts=list(hosts),
         slow_nodes=verdict["slow_nodes"], slow_links=verdict["slow_links"],
         failed=verdict["failed"], missing_pairs=missing, nodes=verdict["nodes"],
         fleet=verdict["fleet"],

@@ -74,7 +74,7 @@ def matrix_lines(doc: dict[str, Any]) -> list[str]:
             out.append(f"  {node['host']:<20} {node['status']:<8} median "
                        f"{fmt(node['level_gbps']):>9} GB/s over {node['pairs']} pairs")
         return out
-    width = max(8, max(len(h) for h in hosts) + 1)
+    width = max(9, max(len(h) for h in hosts) + 1)
     out = ["pair bandwidth (GB/s):", " " * width + "".join(f"{h:>{width}}" for h in hosts)]
     for i, (host, row) in enumerate(zip(hosts, rows)):
         out.append(f"{host:<{width}}" + "".join(

@@ -15,6 +15,7 @@ KINDS = {
     "ncclcheck/bench": "bench",
     "ncclcheck/recommendation": "recommendation",
     "ncclcheck/diagnosis": "diagnosis",
+    "ncclcheck/pairwise": "pairwise",
 }
 
 
@@ -57,6 +58,10 @@ def check_shape(doc: dict[str, Any], source: str) -> None:
         _need(doc, "findings", list, source)
     elif kind == "diagnosis":
         _need(doc, "findings", list, source)
+    elif kind == "pairwise":
+        from ncclcheck.pairwise.document import check_shape as pairwise_shape
+
+        pairwise_shape(doc, source)
 
 
 def load_documents(paths: Iterable[str]) -> list[dict[str, Any]]:

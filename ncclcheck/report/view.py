@@ -9,6 +9,7 @@ from ncclcheck import __version__, schema
 from ncclcheck.report.advice import recommendation_view
 from ncclcheck.report.cells import gbps, text, version_key
 from ncclcheck.report.findings import findings_view
+from ncclcheck.report.pairwise import pairwise_view
 from ncclcheck.report.nodes import (collect_nodes, expected_transport, hostname_of, node_views,
                                     section_data)
 from ncclcheck.report.runs import bench_runs, charts_view, run_view
@@ -78,6 +79,10 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
     recommendations = [recommendation_view(d["doc"], d["name"]) for d in docs
                        if d["kind"] == "recommendation"]
     ov = overview(nodes, failed, runs, diagnoses, findings)
+    for d in docs:  # the hosts of a fleet hunt are nodes of the report too
+        if d["kind"] == "pairwise":
+            ov["nodes"].extend(h for h in d["doc"]["hosts"] if h not in ov["nodes"])
+    ov["node_count"] = len(ov["nodes"])
     default_title = (f"NCCL report: {ov['node_count']} node{'s' if ov['node_count'] != 1 else ''}"
                      + (f" ({', '.join(ov['nodes'][:3])}{', ...' if ov['node_count'] > 3 else ''})"
                         if ov["nodes"] else ""))
@@ -97,4 +102,5 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
         "charts": charts_view(runs) if runs else [],
         "runs": [run_view(r) for r in runs],
         "diagnoses": diagnoses,
+        "pairwise": [pairwise_view(d["doc"], d["name"]) for d in docs if d["kind"] == "pairwise"],
     }
