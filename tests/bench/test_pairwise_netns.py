@@ -106,3 +106,26 @@ def test_slow_link_is_named(fleet, tmp_path):
     link = doc["slow_links"][0]
     assert link["ratio"] < 0.6 and link["expected_gbps"] > link["gbps"]
     assert json.loads((tmp_path / "hunt.json").read_text()) == doc  # -o: the same document
+
+
+def test_launcher_slurm_names_the_slow_node(make_cluster):
+    """Through real Slurm (salloc, then srun one rank per node): node3 at 40 Mbit/s is named,
+    by the names Slurm's nodes have."""
+    import os
+
+    from netns_cluster import slurm
+
+    missing = slurm.missing_tools()
+    if missing and not os.environ.get("CI"):
+        pytest.skip(f"not installed: {', '.join(missing)} ({slurm.INSTALL})")
+    c = make_cluster(4, rate=RATE, fresh=True)
+    slurm.start(c.state)
+    c.set_rate("node3", SLOW)
+    out = subprocess.run(
+        ["salloc", "-N4", sys.executable, "-m", "ncclcheck", "bench", "--pairwise",
+         "--launcher", "slurm", "-e", "2M", "-w", "1", "-n", "3", "--timeout", "60", "--json"],
+        capture_output=True, text=True, timeout=WALL_LIMIT_S, env=slurm.client_env(c.state_dir))
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["launch"]["mode"] == "slurm" and doc["hosts"] == ["node1", "node2", "node3", "node4"]
+    assert verdict(doc) == (["node3"], [])
