@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import time
 from typing import Any
 
@@ -85,8 +86,7 @@ def host_names(raw: dict[str, Any], launch_info: dict[str, Any] | None) -> list[
 
 def run_pairwise(req: Any, out: Any, err: Any) -> None:
     """Run the hunt, then print and write the document (as bench's outputs)."""
-    from ncclcheck.bench import launch
-    from ncclcheck.bench.command import progress_for, write_outputs
+    from ncclcheck.bench.command import write_outputs
     from ncclcheck.pairwise.document import build
     from ncclcheck.render.pairwise import render_pairwise
 
@@ -96,13 +96,121 @@ def run_pairwise(req: Any, out: Any, err: Any) -> None:
     err.print(f"bench --pairwise: {n} nodes, "
               f"{len(opts.sizes) - (CONFIRM_ALLOWANCE if req.rounds else 0)} rounds"
               + (" (+ confirmation)" if req.rounds else ""), highlight=False)
-    raw = launch.run(opts, progress_for(out, True))
+    if req.hostfile:
+        raw, failed = hunt_over_ssh(req, opts, n, err)
+    else:
+        raw, failed = first_run(opts), []
     if raw is None:  # a non-zero rank inside a launcher
         return
-    if not raw.get("pairwise_raw"):
-        raise NcclcheckError("the ranks did not run the pairwise hunt (an older ncclcheck on "
-                             "the nodes?)")
     hosts = host_names(raw, raw.get("launch"))
-    doc = build(raw, hosts, req.rounds, launch=raw.get("launch"),
+    doc = build(raw, hosts, req.rounds, failed=failed, launch=raw.get("launch"),
                 wall_s=round(time.monotonic() - started, 2), latency_bytes=LATENCY_BYTES)
     write_outputs(doc, req, render_pairwise(doc), err)
+
+
+def first_run(opts: Any, watch: list | None = None) -> dict[str, Any] | None:
+    """One launch of the hunt; rank 0's raw result."""
+    from ncclcheck.bench import launch
+    from ncclcheck.bench.launch import Progress
+
+    raw = launch.run(opts, Progress(), watch)
+    if raw is not None and not raw.get("pairwise_raw"):
+        raise NcclcheckError("the ranks did not run the pairwise hunt (an older ncclcheck on "
+                             "the nodes?)")
+    return raw
+
+
+def culprit(monitor: Any) -> int | None:
+    """The node the monitor holds responsible (its most likely cause), or None."""
+    ranked = sorted((f for f in monitor.failures if f.node is not None),
+                    key=lambda f: f.priority)
+    return ranked[0].node if ranked else None
+
+
+def hunt_over_ssh(req: Any, opts: Any, n: int, err: Any) -> tuple[dict[str, Any], list[int]]:
+    """The hunt over ``--hostfile``: a node that fails mid-hunt is named failed and the rounds
+    go on without it -- a new launch on the nodes left, for the pairs not measured yet (each
+    launch keeps bench's deadlines and stops everything it started). Returns the raw result in
+    the hostfile's indices and the failed nodes."""
+    from ncclcheck.bench.pairrank import pairs_from_events
+    from ncclcheck.hostfile import load_hostfile
+    from ncclcheck.pairwise import schedule
+
+    targets = load_hostfile(req.hostfile, req.nodes)
+    plan = schedule.plan(n, req.rounds)
+    size = opts.pairwise["size_bytes"]
+    alive = list(range(n))
+    failed: list[int] = []
+    done: dict[tuple[int, int], dict[str, Any]] = {}
+    last: dict[str, Any] | None = None
+    run_opts = opts
+    with tempfile.TemporaryDirectory(prefix="ncclcheck-pairwise-") as tmp:
+        while True:
+            watch: list = []
+            try:
+                raw = first_run(run_opts, watch)
+            except NcclcheckError as exc:
+                node = culprit(watch[0]) if watch and watch[0].processes else None
+                if node is None or len(alive) <= 2:
+                    raise
+                for (a, b), pair in pairs_from_events(size, watch[0].pair_events).items():
+                    ga, gb = alive[a], alive[b]
+                    done[(ga, gb)] = {**pair, "a": ga, "b": gb}
+                gone = alive.pop(node)
+                failed.append(gone)
+                why = str(exc).split(" (also: ")[0][:300]
+                err.print(f"bench --pairwise: {targets[gone].label} failed ({why}); going on "
+                          f"without it", highlight=False, soft_wrap=True, markup=False)
+                todo = [p for rnd in plan for p in rnd if p[0] in alive and p[1] in alive
+                        and p not in done]
+                if not todo:
+                    break
+                run_opts = restart_options(opts, req.hostfile, targets, alive, todo, tmp)
+                continue
+            assert raw is not None
+            last = raw
+            index = alive if failed else list(range(n))
+            for p in raw["pairs"]:
+                ga, gb = index[p["a"]], index[p["b"]]
+                done[(min(ga, gb), max(ga, gb))] = {**p, "a": min(ga, gb), "b": max(ga, gb)}
+            break
+    return merged(plan, done, targets, last, opts, failed), failed
+
+
+def restart_options(opts: Any, hostfile: str, targets: list, alive: list[int],
+                    todo: list[tuple[int, int]], folder: str) -> Any:
+    """Options for a launch on the ``alive`` nodes (a hostfile of their own lines) that
+    measures the ``todo`` pairs, packed into rounds, in the new launch's rank numbers."""
+    from ncclcheck.pairwise import schedule
+
+    lines = open(hostfile, encoding="utf-8").read().splitlines()
+    path = os.path.join(folder, f"hosts.{len(alive)}")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("".join(lines[targets[g].line - 1] + "\n" for g in alive))
+    local = {g: i for i, g in enumerate(alive)}
+    rounds = schedule.pack([(local[a], local[b]) for a, b in todo])
+    return dataclasses.replace(
+        opts, hostfile=path, nodes=None, sizes=[opts.pairwise["size_bytes"]] * len(rounds),
+        pairwise={**opts.pairwise, "schedule": [[list(p) for p in r] for r in rounds]})
+
+
+def merged(plan: list, done: dict, targets: list, last: dict[str, Any] | None, opts: Any,
+           failed: list[int]) -> dict[str, Any]:
+    """One raw result over the whole fleet: every pair measured, and every pair of the plan
+    with no figure (a failed node's) as missing."""
+    pairs = list(done.values())
+    for index, rnd in enumerate(plan):
+        pairs.extend({"round": index, "a": a, "b": b, "gbps": None, "time_us": [None, None],
+                      "latency_us": [None, None]} for a, b in rnd if (a, b) not in done)
+    base = dict(last or {})
+    launch_info = dict(base.get("launch") or {"mode": "ssh"})
+    launch_info["hosts"] = [t.label for t in targets]
+    if failed:
+        launch_info["restarts"] = len(failed)
+    return {**base, "pairwise_raw": True, "hosts": [t.label for t in targets],
+            "size_bytes": opts.pairwise["size_bytes"],
+            "rounds": plan if failed or not base else base["rounds"],
+            "confirm_rounds": [] if failed else base.get("confirm_rounds", []),
+            "pairs": sorted(pairs, key=lambda p: (p["round"], p["a"])),
+            "backend": base.get("backend"), "warmup": opts.warmup, "iters": opts.iters,
+            "launch": launch_info}

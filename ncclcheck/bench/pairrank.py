@@ -70,6 +70,31 @@ def pair_figures(size: int, rounds: list[list[tuple[int, int]]],
     return out
 
 
+def pairs_from_events(size: int, events: list[dict[str, Any]]) -> dict[tuple[int, int], dict]:
+    """Pairs both of whose ranks reported a figure (``pair`` events), by ``(low, high)`` rank.
+
+    >>> ev = [{"rank": 0, "peer": 1, "round": 2, "time_us": 1000.0, "latency_us": 5.0},
+    ...       {"rank": 1, "peer": 0, "round": 2, "time_us": 1000.0, "latency_us": 6.0},
+    ...       {"rank": 2, "peer": 3, "round": 2, "time_us": 1000.0, "latency_us": 6.0}]
+    >>> pairs_from_events(1_000_000, ev)
+    {(0, 1): {'round': 2, 'a': 0, 'b': 1, 'gbps': 1.0, 'time_us': [1000.0, 1000.0], 'latency_us': [5.0, 6.0]}}
+    """
+    ends: dict[tuple[int, int, int], dict[int, dict]] = {}
+    for e in events:
+        a, b = sorted((int(e["rank"]), int(e["peer"])))
+        ends.setdefault((int(e["round"]), a, b), {})[int(e["rank"])] = e
+    out: dict[tuple[int, int], dict] = {}
+    for (index, a, b), got in sorted(ends.items()):
+        if a in got and b in got:
+            times = [got[a]["time_us"], got[b]["time_us"]]
+            mean_us = sum(times) / 2
+            out[(a, b)] = {"round": index, "a": a, "b": b,
+                           "gbps": size / 1e9 / (mean_us / 1e6) if mean_us > 0 else None,
+                           "time_us": times,
+                           "latency_us": [got[a].get("latency_us"), got[b].get("latency_us")]}
+    return out
+
+
 class Exchanger:
     """Both-ways exchanges with one peer: grouped (``batch_isend_irecv``) on NCCL, where an
     ungrouped send and receive on both sides would wait for each other; ``isend``/``irecv``
@@ -122,6 +147,7 @@ def measure_rounds(rounds: list[list[tuple[int, int]]], first: int, rank: int, s
             timer.sync()
             records.append({"round": index, "peer": peer, "latency_us": latency,
                             "time_us": timer.time_us(big, int(spec["iters"]))})
+            emit({"ev": "pair", "rank": rank, **records[-1]})  # kept if a node fails later
         if rank == 0:
             emit({"ev": "beat", "round": index, "rounds": first + len(rounds)})
     return records
@@ -133,7 +159,9 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
     """The rounds (and any confirmation rounds) as rank ``rank``; rank 0 returns the raw result."""
     pw = spec["pairwise"]
     size = int(pw["size_bytes"])
-    rounds = schedule.plan(world, pw.get("rounds"), int(pw.get("seed", 0)))
+    given = pw.get("schedule")  # a restart after a failed node: the pairs still to measure
+    rounds = ([[(int(a), int(b)) for a, b in rnd] for rnd in given] if given
+              else schedule.plan(world, pw.get("rounds"), int(pw.get("seed", 0))))
     ex = Exchanger(torch, dist, cuda, device, size, int(pw.get("latency_bytes", 8)))
     barrier()
     if rank == 0:
@@ -144,7 +172,7 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
     dist.all_gather_object(everyone, me)
     hosts = [e["host"] for e in everyone]
     extra: list[list[tuple[int, int]]] = []
-    if pw.get("rounds") is not None and len(rounds) < schedule.round_count(world):
+    if not given and pw.get("rounds") is not None and len(rounds) < schedule.round_count(world):
         pairs = pair_figures(size, rounds, [e["records"] for e in everyone])
         matrix = analysis.matrix_from_pairs(world, [(p["a"], p["b"], p["gbps"]) for p in pairs])
         labels = [f"{i}" for i in range(world)]

@@ -129,3 +129,48 @@ def test_launcher_slurm_names_the_slow_node(make_cluster):
     doc = json.loads(out.stdout)
     assert doc["launch"]["mode"] == "slurm" and doc["hosts"] == ["node1", "node2", "node3", "node4"]
     assert verdict(doc) == (["node3"], [])
+
+
+def test_a_node_that_fails_mid_hunt_is_named_failed_and_the_rounds_go_on(fleet):
+    """node4's rank is killed a few rounds in: node4 is named failed (not slow), the pairs of
+    the seven others are all measured, node4's unmeasured pairs are missing; nothing left."""
+    import os
+    import signal
+    import time
+
+    c, hostfile = fleet
+
+    def worker():
+        for pid in c.pids("node4"):
+            try:
+                if b"ncclcheck.bench.worker" in open(f"/proc/{pid}/cmdline", "rb").read():
+                    return pid
+            except OSError:
+                pass
+        return None
+
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncclcheck", "bench", "--pairwise", "--hostfile", hostfile,
+         "--ssh-config", c.ssh_config, "-e", "2M", "-w", "1", "-n", "3", "--timeout", "60",
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while worker() is None and time.monotonic() - started < 90:
+            time.sleep(0.2)
+        time.sleep(6)  # a few rounds in
+        pid = worker()
+        assert pid, "node4's rank ended before it could be killed"
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=WALL_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "node4 failed (rank 3 on node4: rank process killed by signal 9" in err
+    doc = json.loads(out)
+    assert doc["failed"] == [{"host": "node4"}] and verdict(doc) == ([], [])
+    assert doc["wall_s"] <= WALL_LIMIT_S and doc["launch"]["restarts"] == 1
+    others = [p for p in doc["pairs"] if "node4" not in p["hosts"]]
+    assert len(others) == 21 and all(p["gbps"] for p in others)
+    assert doc["missing_pairs"] and all("node4" in p for p in doc["missing_pairs"])
+    assert not left_behind(c)
