@@ -25,7 +25,6 @@ Every verdict carries its evidence: the figures and the medians they were held a
 
 from __future__ import annotations
 
-import math
 from array import array
 from itertools import compress, repeat
 from math import isfinite
@@ -243,7 +242,3 @@ def matrix_rows(matrix: PairMatrix) -> list[list[float | None]]:
     """The matrix as JSON-ready lists (``None`` for NaN)."""
     return [[v if v == v else None for v in row] for row in matrix.rows]
 
-
-def finite(value: Any) -> bool:
-    """Whether ``value`` is a finite number."""
-    return isinstance(value, (int, float)) and math.isfinite(value)

@@ -128,7 +128,6 @@ def score(fleet: Fleet, verdict: dict[str, Any]) -> dict[str, Any]:
     matrix = verdict["matrix"]
     truth_nodes, truth_links = set(fleet.slow_nodes), set(fleet.slow_links)
     seen_links = {p for p in truth_links if matrix[p[0]][p[1]] == matrix[p[0]][p[1]]}
-    # a slow link whose end is a slow node at a similar factor is not "explained" away: keep it
     return {
         "nodes": fleet.n, "slow_nodes": len(truth_nodes), "slow_links": len(truth_links),
         "node_recall": len(named_nodes & truth_nodes) / len(truth_nodes),
