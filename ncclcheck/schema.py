@@ -34,6 +34,7 @@ SCHEMAS: dict[str, int] = {
     "ncclcheck/diagnosis": 1,
     "ncclcheck/report": 1,
     "ncclcheck/tune": 1,
+    "ncclcheck/pairwise": 1,
 }
 
 

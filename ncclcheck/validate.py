@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ncclcheck.errors import BadInput
 
 FOLDER = Path(__file__).parent / "schemas"
-KINDS = ("facts", "cluster", "bench", "diagnosis", "recommendation")
+KINDS = ("facts", "cluster", "bench", "diagnosis", "recommendation", "tune", "pairwise")
 
 
 def kind_of(name: str) -> str:

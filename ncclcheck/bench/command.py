@@ -51,6 +51,8 @@ class BenchRequest:
     as_json: bool = False
     output: str | None = None
     launcher: str | None = None
+    pairwise: bool = False
+    rounds: int | None = None
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:
@@ -159,6 +161,13 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
     """Do what ``ncclcheck bench`` was asked; raise for a failed run or a non-zero #wrong."""
     from ncclcheck.render.bench import render_table
 
+    if req.pairwise:  # the fleet hunt: rounds of pairs (ncclcheck.bench.pairlaunch)
+        from ncclcheck.bench.pairlaunch import run_pairwise
+
+        run_pairwise(req, out, err)
+        return
+    if req.rounds is not None:
+        raise BadInput("--rounds needs --pairwise")
     if req.compare_files and not req.compare:
         raise BadInput(f"unexpected argument {req.compare_files[0]!r} (env files to compare "
                        "need --compare)")

@@ -81,6 +81,7 @@ class BenchOptions:
     average: str = "mean"
     sweep: dict[str, Any] | None = None
     launcher: str | None = None  #: "ssh", "slurm", or None: slurm inside an allocation
+    pairwise: dict[str, Any] | None = None  #: bench --pairwise (ncclcheck.bench.pairlaunch)
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
@@ -88,7 +89,7 @@ class BenchOptions:
                 "warmup": self.warmup, "iters": self.iters, "check": self.check,
                 "backend": backend, "timeout_s": self.timeout, "average": self.average,
                 "sweep": self.sweep, "candidate_env": dict(self.candidate_env),
-                "link_rate_gbps": self.link_rate_gbps}
+                "link_rate_gbps": self.link_rate_gbps, "pairwise": self.pairwise}
 
 
 def torch_available() -> bool:
@@ -114,8 +115,11 @@ class Progress:
         pass
 
 
-def run(opts: BenchOptions, progress: Progress | None = None) -> dict[str, Any] | None:
-    """Run the bench as asked; the bench document (None on a non-zero rank in a launcher)."""
+def run(opts: BenchOptions, progress: Progress | None = None,
+        watch: list | None = None) -> dict[str, Any] | None:
+    """Run the bench as asked; the bench document (None on a non-zero rank in a launcher).
+    Over ssh, the :class:`Monitor` is appended to ``watch`` (when given) before anything starts,
+    so a caller can read what it saw when the run fails (``bench --pairwise`` goes on)."""
     progress = progress or Progress()
     if OPS[opts.op].name == "sendrecv" and opts.procs == 1 and not opts.hostfile:
         raise BadInput("sendrecv needs at least 2 ranks")
@@ -130,7 +134,7 @@ def run(opts: BenchOptions, progress: Progress | None = None) -> dict[str, Any] 
             raise NcclcheckError(INSTALL_HINT)
         return bench_via_srun(opts, dict(os.environ), run_deadline(opts))
     if opts.hostfile:
-        return run_multi_node(opts, progress)
+        return run_multi_node(opts, progress, watch)
     if opts.nodes not in (None, 1):
         raise BadInput("--nodes needs --hostfile")
     return run_single_node(opts, progress)
@@ -206,6 +210,8 @@ def plan_node(opts: BenchOptions, hello: dict[str, Any], slots: int | None, labe
               backend: str, multi_node: bool) -> int:
     """How many ranks a node runs: hostfile slots, --procs, its GPUs, or the CPU default."""
     gpus = int(hello.get("gpus") or 0)
+    if opts.pairwise:  # one rank per node: the node is what the pairs measure
+        slots = 1
     count = slots or opts.procs or (gpus if backend == "nccl" else (1 if multi_node else 2))
     if count < 1:
         raise BadInput(f"{label}: no ranks to run")
@@ -332,7 +338,8 @@ def parse_hello(stdout: str) -> dict[str, Any] | None:
     return None
 
 
-def run_multi_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
+def run_multi_node(opts: BenchOptions, progress: Progress,
+                   watch: list | None = None) -> dict[str, Any]:
     """One agent per hostfile node over ssh."""
     from ncclcheck.hostfile import load_hostfile
     from ncclcheck.remote import SSH, run_all
@@ -371,6 +378,8 @@ def run_multi_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
     labels = [t.label if h.get("hostname") in (None, t.label) else f"{t.label} ({h['hostname']})"
               for t, h in zip(targets, hellos)]
     monitor = Monitor(opts, progress, labels)
+    if watch is not None:
+        watch.append(monitor)
     try:
         for node, target in enumerate(targets):
             data = json.dumps(agent_spec(opts, backend, node, counts, master))
@@ -394,6 +403,7 @@ class Failure:
 
     priority: int
     message: str
+    node: int | None = None  #: the node it happened on, when known
 
 
 class Monitor:
@@ -410,6 +420,7 @@ class Monitor:
         self.stderr_tail: dict[int, list[str]] = {}
         self.reported: set[tuple[int, Any]] = set()
         self.log_dirs: dict[int, str] = {}
+        self.pair_events: list[dict[str, Any]] = []  #: bench --pairwise: each rank's pairs
         self.ready = False
 
     def line_handler(self, node: int) -> Callable[[str], None]:
@@ -452,13 +463,15 @@ class Monitor:
             self.result = event.get("doc")
         elif kind == "done":
             self.done_nodes.add(node)
+        elif kind == "pair":
+            self.pair_events.append(event)
         elif kind == "error":
             self.failed_nodes.add(node)
             self.reported.add((node, event.get("rank")))
             message = event.get("message", "failed")
             warn = "; ".join(event.get("nccl_warn") or [])
             text = f"{self.name(node, event)}: {message}" + (f" (NCCL WARN: {warn})" if warn else "")
-            self.failures.append(Failure(3 if CONSEQUENCE_RE.search(message) else 2, text))
+            self.failures.append(Failure(3 if CONSEQUENCE_RE.search(message) else 2, text, node))
         elif kind == "rank_exit":
             self.failed_nodes.add(node)
             if (node, event.get("rank")) in self.reported:
@@ -469,7 +482,7 @@ class Monitor:
             warn = "; ".join(event.get("nccl_warn") or [])
             text = (f"{self.name(node, event)}: rank process {how}"
                     + (f": {tail}" if tail else "") + (f" (NCCL WARN: {warn})" if warn else ""))
-            self.failures.append(Failure(1 if code < 0 else 4, text))
+            self.failures.append(Failure(1 if code < 0 else 4, text, node))
 
     def agent_ended(self, node: int, code: int) -> None:
         """Agent ``node`` exited with ``code``."""
@@ -491,7 +504,7 @@ class Monitor:
             last = (self.stderr_tail.get(node) or [""])[-1][:300]
             text = f"{label}: agent exited with code {code}" + (f": {last}" if last else "")
         if node not in self.failed_nodes:  # else its ranks' reports already say why
-            self.failures.append(Failure(0, text))
+            self.failures.append(Failure(0, text, node))
 
     def wait(self) -> dict[str, Any]:
         """Watch until every agent is done (the document) or something failed (raise)."""

@@ -367,6 +367,11 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
     timeout = datetime.timedelta(seconds=float(spec["timeout_s"]))
     dist.init_process_group(backend, store=store, rank=rank, world_size=world, timeout=timeout)
     try:
+        if spec.get("pairwise"):  # bench --pairwise: rounds of pairs, one rank per node
+            from ncclcheck.bench import pairrank
+
+            return pairrank.run_pairs(spec, torch, dist, rank, world, cuda, device, Timer(cuda),
+                                      lambda: barrier(cuda, local_rank), emit)
         return _sweep(spec, op, dtype_info, dtype, rank, world, local_rank, cuda, device, emit)
     finally:
         try:

@@ -16,6 +16,7 @@ KINDS = {
     "ncclcheck/recommendation": "recommendation",
     "ncclcheck/diagnosis": "diagnosis",
     "ncclcheck/tune": "tune",
+    "ncclcheck/pairwise": "pairwise",
 }
 
 
@@ -62,6 +63,10 @@ def check_shape(doc: dict[str, Any], source: str) -> None:
     elif kind == "tune":
         _need(doc, "candidates", list, source, optional=False)
         _need(doc, "env", dict, source)
+    elif kind == "pairwise":
+        from ncclcheck.pairwise.document import check_shape as pairwise_shape
+
+        pairwise_shape(doc, source)
 
 
 def load_documents(paths: Iterable[str]) -> list[dict[str, Any]]:

@@ -9,6 +9,7 @@ from ncclcheck import __version__, schema
 from ncclcheck.report.advice import recommendation_view
 from ncclcheck.report.cells import gbps, text, version_key
 from ncclcheck.report.findings import findings_view
+from ncclcheck.report.pairwise import pairwise_view
 from ncclcheck.report.nodes import (collect_nodes, expected_transport, hostname_of, node_views,
                                     section_data)
 from ncclcheck.report.runs import bench_runs, charts_view, run_view
@@ -81,6 +82,9 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
     ov = overview(nodes, failed, runs, diagnoses, findings)
     tunes = [tune_view(d["doc"], d["name"]) for d in docs if d["kind"] == "tune"]
     ov["nodes"] += [h for t in tunes for h in t["hosts"] if h not in ov["nodes"]]
+    for d in docs:  # the hosts of a fleet hunt are nodes of the report too
+        if d["kind"] == "pairwise":
+            ov["nodes"].extend(h for h in d["doc"]["hosts"] if h not in ov["nodes"])
     ov["node_count"] = len(ov["nodes"])
     default_title = (f"NCCL report: {ov['node_count']} node{'s' if ov['node_count'] != 1 else ''}"
                      + (f" ({', '.join(ov['nodes'][:3])}{', ...' if ov['node_count'] > 3 else ''})"
@@ -102,4 +106,5 @@ def build_view(docs: list[dict[str, Any]], title: str | None = None,
         "runs": [run_view(r) for r in runs],
         "diagnoses": diagnoses,
         "tunes": tunes,
+        "pairwise": [pairwise_view(d["doc"], d["name"]) for d in docs if d["kind"] == "pairwise"],
     }

@@ -1,0 +1,50 @@
+"""The report's view of ``bench --pairwise`` documents: verdicts, heatmap, per-node chart."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from markupsafe import Markup
+
+from ncclcheck.heatmap import heatmap, node_chart
+from ncclcheck.report.cells import text
+
+
+def _g(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, (int, float)) else "-"
+
+
+def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """One hunt as plain data for the templates (the SVGs are escaped markup already)."""
+    fleet = doc.get("fleet") or {}
+    sched = doc.get("schedule") or {}
+    method = doc.get("method") or {}
+    slow = [v["host"] for v in doc["slow_nodes"]]
+    return {
+        "name": name,
+        "node_count": len(doc["hosts"]),
+        "pair_count": len(doc.get("pairs") or []),
+        "rounds": len(sched.get("rounds") or []) + len(sched.get("confirm_rounds") or []),
+        "kind": text(sched.get("kind")),
+        "size_bytes": method.get("size_bytes"),
+        "backend": text(method.get("backend")),
+        "fleet_median": _g(fleet.get("median_gbps")),
+        "slow_nodes": [{"host": v["host"], "score": f"{v['score']:.0%}",
+                        "level": _g(v.get("level_gbps")), "pairs": v.get("pair_count"),
+                        "why": text(v.get("why")),
+                        "evidence": ", ".join(f"{p['peer']} {_g(p['gbps'])}"
+                                              for p in v.get("pairs", [])[:8])}
+                       for v in doc["slow_nodes"]],
+        "slow_links": [{"hosts": " <-> ".join(v["hosts"]), "gbps": _g(v.get("gbps")),
+                        "ratio": f"{v['ratio']:.0%}" if isinstance(v.get("ratio"), (int, float))
+                        else "-", "expected": _g(v.get("expected_gbps")),
+                        "why": text(v.get("why"))} for v in doc["slow_links"]],
+        "failed": [f["host"] for f in doc.get("failed") or []],
+        "missing": len(doc.get("missing_pairs") or []),
+        "heatmap": Markup(heatmap(doc["hosts"], doc["matrix"]["gbps"],
+                                  fleet.get("median_gbps"), slow,
+                                  title=f"pair bandwidth, {name}",
+                                  links=[v["hosts"] for v in doc["slow_links"]])),
+        "node_chart": Markup(node_chart(doc.get("nodes") or [], fleet.get("node_cut"),
+                                        title=f"node scores, {name}")),
+    }

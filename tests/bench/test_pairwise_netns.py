@@ -1,0 +1,176 @@
+"""``bench --pairwise`` on 8 namespace nodes at 200 Mbit/s: the hunt names exactly the planted
+faults -- node5's link at 40 Mbit/s, and (separately) only the traffic between node2 and node6 at
+40 Mbit/s (tc HTB classes with a u32 filter on the destination address) -- and nothing on the
+healthy fleet; each hunt within 240 s, nothing left running. Node names resolve only through the
+cluster's ssh config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import needs_netns
+from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+
+RATE = "200mbit"
+SLOW = "40mbit"
+WALL_LIMIT_S = 240
+
+
+@pytest.fixture(scope="module")
+def fleet(make_cluster, tmp_path_factory):
+    c = make_cluster(8, rate=RATE)
+    hostfile = tmp_path_factory.mktemp("pairwise") / "hosts"
+    hostfile.write_text("".join(f"{n.name}\n" for n in c.nodes))  # names: ssh config only
+    return c, str(hostfile)
+
+
+def hunt(c, hostfile, *extra):
+    out = subprocess.run(
+        [sys.executable, "-m", "ncclcheck", "bench", "--pairwise", "--hostfile", hostfile,
+         "--ssh-config", c.ssh_config, "-e", "2M", "-w", "1", "-n", "3", "--timeout", "60",
+         "--json", *extra],
+        capture_output=True, text=True, timeout=WALL_LIMIT_S + 60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "ncclcheck/pairwise" and doc["wall_s"] <= WALL_LIMIT_S
+    assert not left_behind(c)
+    return doc
+
+
+def left_behind(c):
+    """Processes on the nodes other than their sshd (the hunt has exited)."""
+    return [pid for node in c.nodes for pid in c.pids(node) if pid != node.sshd_pid]
+
+
+def slow_link_by_destination(c, a, b, rate):
+    """Only a<->b at ``rate``: on each end, an HTB root with the link's rate as default and a
+    ``rate`` class that a u32 filter on the other end's address selects."""
+    for src, dst in ((a, b), (b, a)):
+        node, peer = c.node(src), c.node(dst)
+        for argv in (
+            ["tc", "qdisc", "replace", "dev", "eth0", "root", "handle", "1:", "htb",
+             "default", "10"],
+            ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:10", "htb",
+             "rate", RATE],
+            ["tc", "class", "add", "dev", "eth0", "parent", "1:", "classid", "1:20", "htb",
+             "rate", rate],
+            ["tc", "filter", "add", "dev", "eth0", "parent", "1:", "protocol", "ip", "prio",
+             "1", "u32", "match", "ip", "dst", f"{peer.addr}/32", "flowid", "1:20"],
+        ):
+            subprocess.run(["ip", "netns", "exec", node.ns] + argv, check=True,
+                           capture_output=True)
+
+
+def verdict(doc):
+    return ([v["host"] for v in doc["slow_nodes"]],
+            [set(v["hosts"]) for v in doc["slow_links"]])
+
+
+def test_healthy_fleet_names_nothing(fleet):
+    c, hostfile = fleet
+    doc = hunt(c, hostfile)
+    assert verdict(doc) == ([], [])
+    assert len(doc["pairs"]) == 28 and len(doc["schedule"]["rounds"]) == 7
+    assert all(p["gbps"] for p in doc["pairs"]) and doc["missing_pairs"] == []
+    assert doc["hosts"] == [f"node{i}" for i in range(1, 9)]
+
+
+def test_slow_node_is_named(fleet):
+    c, hostfile = fleet
+    c.set_rate("node5", SLOW)
+    try:
+        doc = hunt(c, hostfile)
+    finally:
+        c.set_rate("node5", RATE)
+    assert verdict(doc) == (["node5"], [])
+    evidence = doc["slow_nodes"][0]
+    assert evidence["pair_count"] == 7 and evidence["score"] < 0.6
+    assert {p["peer"] for p in evidence["pairs"]} == {f"node{i}" for i in range(1, 9)} - {"node5"}
+
+
+def test_slow_link_is_named(fleet, tmp_path):
+    c, hostfile = fleet
+    slow_link_by_destination(c, "node2", "node6", SLOW)
+    try:
+        doc = hunt(c, hostfile, "-o", str(tmp_path / "hunt.json"))
+    finally:
+        c.set_rate("node2", RATE)
+        c.set_rate("node6", RATE)
+    assert verdict(doc) == ([], [{"node2", "node6"}])
+    link = doc["slow_links"][0]
+    assert link["ratio"] < 0.6 and link["expected_gbps"] > link["gbps"]
+    assert json.loads((tmp_path / "hunt.json").read_text()) == doc  # -o: the same document
+
+
+def test_launcher_slurm_names_the_slow_node(make_cluster):
+    """Through real Slurm (salloc, then srun one rank per node): node3 at 40 Mbit/s is named,
+    by the names Slurm's nodes have."""
+    import os
+
+    from netns_cluster import slurm
+
+    missing = slurm.missing_tools()
+    if missing and not os.environ.get("CI"):
+        pytest.skip(f"not installed: {', '.join(missing)} ({slurm.INSTALL})")
+    c = make_cluster(4, rate=RATE, fresh=True)
+    slurm.start(c.state)
+    c.set_rate("node3", SLOW)
+    out = subprocess.run(
+        ["salloc", "-N4", sys.executable, "-m", "ncclcheck", "bench", "--pairwise",
+         "--launcher", "slurm", "-e", "2M", "-w", "1", "-n", "3", "--timeout", "60", "--json"],
+        capture_output=True, text=True, timeout=WALL_LIMIT_S, env=slurm.client_env(c.state_dir))
+    assert out.returncode == 0, out.stderr[-2000:]
+    doc = json.loads(out.stdout)
+    assert doc["launch"]["mode"] == "slurm" and doc["hosts"] == ["node1", "node2", "node3", "node4"]
+    assert verdict(doc) == (["node3"], [])
+
+
+def test_a_node_that_fails_mid_hunt_is_named_failed_and_the_rounds_go_on(fleet):
+    """node4's rank is killed a few rounds in: node4 is named failed (not slow), the pairs of
+    the seven others are all measured, node4's unmeasured pairs are missing; nothing left."""
+    import os
+    import signal
+    import time
+
+    c, hostfile = fleet
+
+    def worker():
+        for pid in c.pids("node4"):
+            try:
+                if b"ncclcheck.bench.worker" in open(f"/proc/{pid}/cmdline", "rb").read():
+                    return pid
+            except OSError:
+                pass
+        return None
+
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ncclcheck", "bench", "--pairwise", "--hostfile", hostfile,
+         "--ssh-config", c.ssh_config, "-e", "2M", "-w", "1", "-n", "3", "--timeout", "60",
+         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while worker() is None and time.monotonic() - started < 90:
+            time.sleep(0.2)
+        time.sleep(6)  # a few rounds in
+        pid = worker()
+        assert pid, "node4's rank ended before it could be killed"
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=WALL_LIMIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err[-2000:]
+    assert "node4 failed (rank 3 on node4: rank process killed by signal 9" in err
+    doc = json.loads(out)
+    assert doc["failed"] == [{"host": "node4"}] and verdict(doc) == ([], [])
+    assert doc["wall_s"] <= WALL_LIMIT_S and doc["launch"]["restarts"] == 1
+    others = [p for p in doc["pairs"] if "node4" not in p["hosts"]]
+    assert len(others) == 21 and all(p["gbps"] for p in others)
+    assert doc["missing_pairs"] and all("node4" in p for p in doc["missing_pairs"])
+    assert not left_behind(c)
