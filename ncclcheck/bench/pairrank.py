@@ -13,7 +13,7 @@ sends to its peer and receives from it, bench-method.md §1.3). The block of ``-
 one (:class:`ncclcheck.bench.worker.Timer`), and a pair's ``algbw = size / time`` with the time
 the mean of its two ranks' (nccl-tests' ``-a 1``); for sendrecv busbw = algbw.
 
-After the rounds every rank's figures are gathered on every rank (``all_gather_object``). With
+After the rounds every rank's figures are gathered on every rank (as JSON, see :func:`run_pairs`). With
 ``--rounds K`` short of all pairs, every rank then runs the same analysis on the same figures,
 derives the same confirmation rounds (suspects against known-good peers, suspect links again) and
 runs them. Rank 0 returns the raw result; the launcher names names
@@ -155,8 +155,12 @@ def measure_rounds(rounds: list[list[tuple[int, int]]], first: int, rank: int, s
 
 def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int, cuda: bool,
               device: Any, timer: Any, barrier: Callable[[], None],
-              emit: Emit) -> dict[str, Any] | None:
-    """The rounds (and any confirmation rounds) as rank ``rank``; rank 0 returns the raw result."""
+              emit: Emit, gather: Callable[[Any], list[Any]]) -> dict[str, Any] | None:
+    """The rounds (and any confirmation rounds) as rank ``rank``; rank 0 returns the raw result.
+
+    ``gather`` is :func:`ncclcheck.bench.worker.all_gather_json` (not ``all_gather_object``, which
+    needs numpy, not a dependency of torch's wheels).
+    """
     pw = spec["pairwise"]
     size = int(pw["size_bytes"])
     given = pw.get("schedule")  # a restart after a failed node: the pairs still to measure
@@ -168,8 +172,7 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
         emit({"ev": "ready", "world_size": world, "rounds": len(rounds)})
     mine = measure_rounds(rounds, 0, rank, spec, ex, timer, barrier, emit)
     me = {"host": socket.gethostname(), "records": mine}
-    everyone: list[Any] = [None] * world
-    dist.all_gather_object(everyone, me)
+    everyone: list[Any] = gather(me)
     hosts = [e["host"] for e in everyone]
     extra: list[list[tuple[int, int]]] = []
     if not given and pw.get("rounds") is not None and len(rounds) < schedule.round_count(world):
@@ -184,8 +187,7 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
         extra = schedule.confirm_rounds(suspects, links, good, met)
         if extra:
             more = measure_rounds(extra, len(rounds), rank, spec, ex, timer, barrier, emit)
-            again: list[Any] = [None] * world
-            dist.all_gather_object(again, more)
+            again: list[Any] = gather(more)
             for entry, records in zip(everyone, again):
                 entry["records"] = entry["records"] + records
     if rank != 0:

@@ -371,7 +371,8 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
             from ncclcheck.bench import pairrank
 
             return pairrank.run_pairs(spec, torch, dist, rank, world, cuda, device, Timer(cuda),
-                                      lambda: barrier(cuda, local_rank), emit)
+                                      lambda: barrier(cuda, local_rank), emit,
+                                      lambda obj: all_gather_json(obj, device))
         return _sweep(spec, op, dtype_info, dtype, rank, world, local_rank, cuda, device, emit)
     finally:
         try:
