@@ -1,4 +1,5 @@
-"""The ``gpu`` section's shapes, and the value helpers both sources share (bus ids, CUDA versions)."""
+"""The ``gpu`` section's shapes, and the value helpers both sources share
+(bus ids, CUDA versions)."""
 
 from __future__ import annotations
 

@@ -37,9 +37,10 @@ from typing import Any, Optional
 
 from ncclcheck.host import Host, QueryFailed
 from ncclcheck.probes.nccl_conf import _config_files, parse_conf
-from ncclcheck.probes.nccl_libs import (_Finder, _libraries, _Lookup, _preloaded, _scan_install_dirs,
-                                        _scan_loader, _system_loads, exists, file_version,
-                                        parse_ld_so_conf, parse_ldconfig, resolve, version_key)
+from ncclcheck.probes.nccl_libs import (_Finder, _libraries, _Lookup, _preloaded,
+                                        _scan_install_dirs, _scan_loader, _system_loads, exists,
+                                        file_version, parse_ld_so_conf, parse_ldconfig, resolve,
+                                        version_key)
 from ncclcheck.probes.nccl_plugins import _net_plugin, plugin_kind
 from ncclcheck.probes.nccl_torch import (TORCH_NCCL_CODE, TORCH_NCCL_TIMEOUT_S, _ask_torch_nccl,
                                          _python_dirs, _scan_python, _torch_loads, nccl_requirement,

@@ -11,8 +11,8 @@ import re
 from typing import Callable, Optional
 
 from ncclcheck.host import Host, QueryFailed, follow_links
-from ncclcheck.probes.nccl_types import (CUDA_SUBDIRS, EXTRA_DIRS, LIB_NAME, PLUGIN_NAME, SONAME, TRUSTED_DIRS,
-                                        Choice, Library)
+from ncclcheck.probes.nccl_types import (CUDA_SUBDIRS, EXTRA_DIRS, LIB_NAME, PLUGIN_NAME,
+                                        SONAME, TRUSTED_DIRS, Choice, Library)
 
 
 

@@ -1,4 +1,5 @@
-"""NCCL plugins (``libnccl-net*.so`` such as aws-ofi-nccl): their kind, and which net plugin NCCL opens."""
+"""NCCL plugins (``libnccl-net*.so`` such as aws-ofi-nccl): their kind, and
+which net plugin NCCL opens."""
 
 from __future__ import annotations
 

@@ -19,8 +19,9 @@ NCCL picks its bootstrap and Socket-transport interfaces by name (``NCCL_SOCKET_
 Shell equivalent: ``ip -d addr show; ip route show default; ls -l /sys/class/net``.
 
 The work is split by job; this module holds :func:`collect` and re-exports the rest:
-:mod:`~ncclcheck.probes.network_types` (the section's shapes), :mod:`~ncclcheck.probes.network_links`
-(one interface from sysfs), :mod:`~ncclcheck.probes.network_addrs` (addresses) and
+:mod:`~ncclcheck.probes.network_types` (the section's shapes),
+:mod:`~ncclcheck.probes.network_links` (one interface from sysfs),
+:mod:`~ncclcheck.probes.network_addrs` (addresses) and
 :mod:`~ncclcheck.probes.network_routes` (default routes).
 """
 
