@@ -29,7 +29,8 @@ The code lives in one file per job; this module is the one door, re-exporting al
 
 * :mod:`ncclcheck.host.protocol`: the :class:`Host` surface, :class:`CommandResult`,
   :class:`Unavailable` (and :class:`~ncclcheck.errors.QueryFailed`).
-* :mod:`ncclcheck.host.paths`: paths under the root, links followed inside it, bounded reads.
+* :mod:`ncclcheck.rootpaths`: paths under the root, links followed inside it, bounded reads
+  (below both this package and :mod:`ncclcheck.native`, which needs them too).
 * :mod:`ncclcheck.host.envfilter`: the allow-listed environment, credentials hidden.
 * :mod:`ncclcheck.host.keys`: the keys commands and queries are recorded under.
 * :mod:`ncclcheck.host.live`, :mod:`ncclcheck.host.recorded`, :mod:`ncclcheck.host.recording`:
@@ -43,10 +44,10 @@ from ncclcheck.host.envfilter import (CREDENTIALS, ENV_ALLOW_NAMES, ENV_ALLOW_PR
                                       filter_environ, hide_credentials)
 from ncclcheck.host.keys import command_key, file_key, query_key
 from ncclcheck.host.live import LiveHost
-from ncclcheck.host.paths import MAX_READ_BYTES, MAX_SYMLINK_HOPS, follow_links, read_regular, rel
 from ncclcheck.host.protocol import DEFAULT_TIMEOUT_S, CommandResult, Host, Unavailable
 from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.host.recording import RecordingHost
+from ncclcheck.rootpaths import MAX_READ_BYTES, MAX_SYMLINK_HOPS, follow_links, read_regular, rel
 
 __all__ = [
     "CREDENTIALS", "DEFAULT_TIMEOUT_S", "ENV_ALLOW_NAMES", "ENV_ALLOW_PREFIXES", "MAX_READ_BYTES",

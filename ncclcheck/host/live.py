@@ -7,8 +7,8 @@ import subprocess
 from typing import Any
 
 from ncclcheck.host.envfilter import filter_environ
-from ncclcheck.host.paths import follow_links, read_regular, rel
 from ncclcheck.host.protocol import DEFAULT_TIMEOUT_S, CommandResult
+from ncclcheck.rootpaths import follow_links, read_regular, rel
 
 
 class LiveHost:

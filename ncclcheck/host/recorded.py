@@ -11,8 +11,8 @@ from ncclcheck.errors import QueryFailed
 from ncclcheck.host.envfilter import filter_environ
 from ncclcheck.host.keys import command_key, file_key, query_key
 from ncclcheck.host.live import LiveHost
-from ncclcheck.host.paths import _inside, read_regular
 from ncclcheck.host.protocol import DEFAULT_TIMEOUT_S, CommandResult
+from ncclcheck.rootpaths import _inside, read_regular
 
 
 def _load_json(path: Path, default: Any) -> Any:

@@ -10,8 +10,8 @@ from typing import Any
 from ncclcheck.errors import QueryFailed
 from ncclcheck.host.keys import command_key, file_key, query_key
 from ncclcheck.host.live import LiveHost
-from ncclcheck.host.paths import rel
 from ncclcheck.host.protocol import DEFAULT_TIMEOUT_S, CommandResult
+from ncclcheck.rootpaths import rel
 
 
 class RecordingHost(LiveHost):

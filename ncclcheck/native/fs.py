@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from ncclcheck.errors import QueryFailed
-from ncclcheck.host.paths import rel
+from ncclcheck.rootpaths import rel
 
 
 def statvfs(host: Any, path: str) -> dict[str, Any]:

@@ -3,6 +3,9 @@
 A path that would leave the root reads as missing; links are resolved as a process chrooted at
 the root would; only regular files are read, at most :data:`MAX_READ_BYTES` (see
 :mod:`ncclcheck.host`).
+
+Pure helpers that import nothing of ncclcheck, so that :mod:`ncclcheck.host` and
+:mod:`ncclcheck.native` (which the host calls) can both stand on them without a circle.
 """
 
 from __future__ import annotations
