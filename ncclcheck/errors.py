@@ -20,3 +20,7 @@ class BadInput(NcclcheckError):
     """The user gave a file, flag value or document we cannot use (exit 2)."""
 
     code = ExitCode.USAGE
+
+
+class QueryFailed(Exception):
+    """A native query could not answer (library missing, call failed)."""

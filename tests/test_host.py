@@ -174,3 +174,25 @@ def test_broken_recorded_answers_fail_softly(tmp_path):
     with pytest.raises(QueryFailed, match="recorded answer unusable"):
         host.query("nvml")
     assert host.read("../../etc/passwd") is None and host.listdir("../x") == []
+
+
+def test_native_queries_do_not_import_the_host():
+    """native/ stands below host/: loading it (and failing a query) needs no host module."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom ncclcheck import native\n"
+            "try:\n    native.call(None, 'no-such-query')\nexcept Exception as exc:\n"
+            "    print(type(exc).__module__, type(exc).__name__)\n"
+            "print('HOST:' + ','.join(m for m in sys.modules if m.startswith('ncclcheck.host')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.splitlines() == ["ncclcheck.errors QueryFailed", "HOST:"], out.stderr[-500:]
+
+
+def test_query_failed_is_one_type_everywhere(tmp_path):
+    """Old imports keep working: ncclcheck.host re-exports the error that lives in errors.py."""
+    from ncclcheck import errors, host
+
+    assert QueryFailed is errors.QueryFailed is host.QueryFailed
+    with pytest.raises(errors.QueryFailed, match="nvml: not recorded"):
+        RecordedHost(tmp_path).query("nvml")

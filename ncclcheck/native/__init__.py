@@ -4,7 +4,7 @@ NVML calls and ``dlopen`` of libraries cannot be replayed as files, so a probe a
 ``host.query(name, *args)`` and gets plain JSON back. :class:`~ncclcheck.host.LiveHost` calls the
 function registered here; :class:`~ncclcheck.host.RecordedHost` replays the recorded answer.
 
-Each query is ``fn(host, *args) -> JSON``; it raises :class:`~ncclcheck.host.QueryFailed` when it
+Each query is ``fn(host, *args) -> JSON``; it raises :class:`~ncclcheck.errors.QueryFailed` when it
 cannot answer. Queries that load foreign libraries run them in a child process with a timeout, so
 a library that crashes or hangs cannot take the probe down.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ncclcheck.host import QueryFailed
+from ncclcheck.errors import QueryFailed
 
 #: name -> "module:function". Imported lazily: only the query that runs pays for its import.
 QUERIES: dict[str, str] = {

@@ -5,7 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ncclcheck.host import QueryFailed, rel
+from ncclcheck.errors import QueryFailed
+from ncclcheck.rootpaths import rel
 
 
 def statvfs(host: Any, path: str) -> dict[str, Any]:

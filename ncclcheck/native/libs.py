@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from ncclcheck.host import QueryFailed
+from ncclcheck.errors import QueryFailed
 
 #: Seconds one query may spend in its child processes, all retries together.
 CHILD_TIMEOUT_S = 10.0

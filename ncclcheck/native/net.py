@@ -19,7 +19,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from ncclcheck.host import QueryFailed
+from ncclcheck.errors import QueryFailed
 
 _FAMILIES = {socket.AF_INET: "inet", socket.AF_INET6: "inet6"}
 

@@ -47,7 +47,7 @@ _NO_DRIVER = ("LibraryNotFound", "DriverNotLoaded")
 
 def snapshot(host: Any = None, timeout: float = TIMEOUT_S) -> dict[str, Any]:
     """Run the NVML snapshot in a child process; raise ``QueryFailed`` when it cannot answer."""
-    from ncclcheck.host import QueryFailed
+    from ncclcheck.errors import QueryFailed
 
     argv = [sys.executable, os.path.abspath(__file__)]
     try:
