@@ -10,61 +10,23 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 import click
 
 from ncclcheck import __version__
+from ncclcheck.clibase import (  # noqa: F401  (re-exported: callers import them here)
+    SEVERITIES,
+    Ctx,
+    emit,
+    exit_for_findings,
+    fail_on_option,
+)
+from ncclcheck.clibench import bench
 from ncclcheck.cliopts import GreedyOption, show_usage_error, stdout_dash
-from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.cliprobe import probe
+from ncclcheck.errors import NcclcheckError
 from ncclcheck.exitcodes import ExitCode
-from ncclcheck.textsafe import printable, printable_lines, safe_console
-
-SEVERITIES = ("info", "warning", "error")
-
-
-class Ctx:
-    """Per-invocation state: the consoles, created in the group callback (tests inject their own)."""
-
-    def __init__(self, out: Any = None, err: Any = None) -> None:
-        self._out, self._err = out, err
-
-    @property
-    def out(self) -> Any:
-        """A rich Console on stdout."""
-        if self._out is None:
-            self._out = safe_console()
-        return self._out
-
-    @property
-    def err(self) -> Any:
-        """A rich Console on stderr."""
-        if self._err is None:
-            self._err = safe_console(stderr=True)
-        return self._err
-
-
-def emit(text: str, output: str | None) -> None:
-    """Write a document to ``-o FILE`` atomically, or to stdout."""
-    if output and output != "-":
-        from ncclcheck.schema import write_atomic
-
-        write_atomic(output, text)
-    else:
-        click.echo(text, nl=False)
-
-
-def exit_for_findings(findings: list[dict], fail_on: str | None) -> None:
-    """Exit 3 when a finding is at or above ``--fail-on``."""
-    if fail_on:
-        floor = SEVERITIES.index(fail_on)
-        if any(SEVERITIES.index(f["severity"]) >= floor for f in findings):
-            sys.exit(ExitCode.FINDINGS)
-
-
-fail_on_option = click.option(
-    "--fail-on", type=click.Choice(SEVERITIES), default=None,
-    help="Exit 3 when a finding has this severity or worse.")
+from ncclcheck.textsafe import printable, printable_lines
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -81,90 +43,9 @@ def cli(ctx: click.Context) -> None:
         ctx.obj = Ctx()
 
 
-@cli.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the facts document as JSON.")
-@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
-              help="Write the facts JSON to FILE (atomically; - for stdout).")
-@click.option("--root", default="/", show_default=True, metavar="PATH",
-              help="Read files under PATH (a mounted host tree, an unpacked sos report).")
-@click.option("--replay", metavar="DIR", help="Probe a recorded host folder instead of this machine.")
-@click.option("--only", metavar="SECTIONS", help="Comma-separated sections to collect.")
-@click.option("--hostfile", metavar="FILE",
-              help="Probe every host of FILE over ssh (formats as bench) into a cluster document.")
-@click.option("--nodes", type=click.IntRange(1), metavar="N", help="Only the first N hosts.")
-@click.option("--ssh-config", metavar="FILE", help="ssh config for the nodes (ssh -F).")
-@click.option("--remote-python", metavar="PATH",
-              help="Python with ncclcheck on the nodes (default: this interpreter's path).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True,
-              metavar="S", help="Seconds per host, connection included.")
-@click.option("--connect-timeout", type=click.FloatRange(min=1), default=10, show_default=True,
-              metavar="S", help="Seconds for ssh to connect.")
-@click.option("--concurrency", type=click.IntRange(1), default=32, show_default=True,
-              metavar="N", help="Hosts probed at once.")
-@click.option("--out-dir", metavar="DIR", help="Also write one facts file per host into DIR.")
-@click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,
-              help="How to reach the nodes: ssh (--hostfile) or slurm (srun, one task per node; "
-                   "the default inside salloc/sbatch without --hostfile).")
-@click.option("--from", "from_paths", cls=GreedyOption, metavar="DIR|FILE...",
-              help="Load facts collected elsewhere (srun, pdsh, Kubernetes) instead of probing.")
-@fail_on_option
-@click.pass_obj
-def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | None,
-          only: str | None, hostfile: str | None, nodes: int | None, ssh_config: str | None,
-          remote_python: str | None, timeout: float, connect_timeout: float, concurrency: int,
-          out_dir: str | None, launcher: str | None, from_paths: tuple,
-          fail_on: str | None) -> None:
-    """Collect facts about this node: GPUs, NCCL libraries, network, IB/RoCE, limits, env.
-
-    \b
-    With --hostfile (or --from), facts from every node, and what differs between them:
-      ncclcheck probe --hostfile hosts -o cluster.json --out-dir facts/
-      ncclcheck probe --from facts/          # files from srun, pdsh, Kubernetes
-      salloc -N2 ncclcheck probe --launcher slurm -o cluster.json
-    """
-    from ncclcheck import probe as probe_mod
-    from ncclcheck.schema import dumps
-
-    if output and output != "-" and os.path.isdir(output):
-        raise BadInput(f"-o {output}: is a directory, not a file")
-    from ncclcheck.slurm import choose_launcher
-
-    launcher = choose_launcher(launcher, hostfile, list(from_paths), root, replay)
-    if hostfile or from_paths or launcher == "slurm":
-        from ncclcheck.cluster import collect_cluster, exit_code, write_per_host
-        from ncclcheck.render.cluster import render_cluster
-
-        doc = collect_cluster(hostfile, nodes, ssh_config, remote_python, timeout,
-                              connect_timeout, concurrency, list(from_paths), only, launcher)
-        for path in write_per_host(doc, out_dir) if out_dir else []:
-            obj.err.print(f"facts written to {path}", markup=False, highlight=False)
-        if output and output != "-":
-            if doc["nodes"] or not doc.get("failed"):
-                emit(dumps(doc), output)
-            else:
-                click.echo(f"ncclcheck: note: every host failed: {output} is not written (an "
-                           "earlier file stays as it was)", err=True)
-        if as_json or output == "-":
-            click.echo(dumps(doc), nl=False)
-        render_cluster(obj.err if (as_json or output) else obj.out, doc)
-        exit_for_findings([f for n in doc["nodes"] for f in n.get("findings", [])], fail_on)
-        sys.exit(exit_code(doc))
-    host = probe_mod.open_host(root, replay)
-    doc = probe_mod.collect_facts(host, only.split(",") if only else None)
-    if output and output != "-":
-        emit(dumps(doc), output)
-    if as_json or output == "-":  # "-o -" is the JSON on stdout, as --json
-        click.echo(dumps(doc), nl=False)
-    elif not output:
-        from ncclcheck.render.facts import render_facts
-
-        render_facts(obj.out, doc)
-    else:
-        from ncclcheck.render.facts import render_findings
-
-        render_findings(obj.err, doc.get("findings", []))
-        obj.err.print(f"facts written to {output}", markup=False, highlight=False)
-    exit_for_findings(doc.get("findings", []), fail_on)
+# probe (probe.py, cluster.py; options in cliprobe.py) and bench (bench/; options in clibench.py)
+cli.add_command(probe)
+cli.add_command(bench)
 
 
 @cli.command()
@@ -224,111 +105,6 @@ def rank(obj: Ctx, hostfile: str, nodes: int | None, port_range: str, master_por
 # --- end rank ---
 
 
-# --- bench command (bench/) -------------------------------------------------------
-BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv")
-
-
-@cli.command()
-@click.option("--op", type=click.Choice(BENCH_OPS), default=None,
-              help="Collective to measure (default all_reduce); with --import, the file's op.")
-@click.option("-b", "--min-bytes", default="8", show_default=True, metavar="SIZE",
-              help="Smallest size (K, M, G = 1024^n, as nccl-tests).")
-@click.option("-e", "--max-bytes", default="128M", show_default=True, metavar="SIZE",
-              help="Largest size.")
-@click.option("-f", "--step-factor", type=click.IntRange(2), default=2, show_default=True,
-              help="Multiply the size by this each step.")
-@click.option("-w", "--warmup", type=click.IntRange(0), default=5, show_default=True,
-              help="Untimed ops before each timed block.")
-@click.option("-n", "--iters", type=click.IntRange(1), default=20, show_default=True,
-              help="Ops per timed block.")
-@click.option("-d", "--dtype", default="float", show_default=True,
-              help="Data type: float, half, bfloat16, double, int8, uint8, int32, int64.")
-@click.option("-c", "--check", type=click.IntRange(0, 1), default=1, show_default=True,
-              is_flag=False, flag_value=1, metavar="0|1",
-              help="Verify results and count #wrong; a non-zero #wrong fails the run.")
-@click.option("-a", "--average", default="mean", show_default=True,
-              metavar="mean|max|min|rank0",
-              help="How the ranks' times combine into the time column (nccl-tests -a 0-3).")
-@click.option("--procs", type=click.IntRange(1), metavar="N",
-              help="Ranks per node (default: one per GPU; 2 CPU ranks on one GPU-less node).")
-@click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto",
-              show_default=True, help="auto: NCCL when every node has a GPU, else gloo.")
-@click.option("--nodes", type=click.IntRange(1), metavar="N",
-              help="Use the first N hosts of --hostfile.")
-@click.option("--hostfile", metavar="FILE", help="Hosts to run on over ssh, one per line.")
-@click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,
-              help="ssh (--hostfile) or slurm (srun, one rank per node; the default inside "
-                   "salloc/sbatch without --hostfile).")
-@click.option("--ssh-config", metavar="FILE", help="ssh config for the nodes (ssh -F).")
-@click.option("--remote-python", metavar="PATH",
-              help="Python on the other nodes (default: this interpreter's path).")
-@click.option("--connect-timeout", type=click.FloatRange(min=1), default=10, show_default=True,
-              metavar="S", help="ssh ConnectTimeout for the nodes, in seconds.")
-@click.option("--master-addr", metavar="ADDR",
-              help="Rendezvous address (default: the first node, as ssh reached it).")
-@click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT",
-              help="Rendezvous port (default: a free port on the first node).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
-              metavar="S", help="Bound on rendezvous and on each collective, in seconds.")
-@click.option("--env", "env_assignments", multiple=True, metavar="KEY=VALUE",
-              help="Run under this setting (repeatable).")
-@click.option("--env-file", "env_files", multiple=True, metavar="FILE",
-              help="Run under the settings in an env file (NAME=value lines).")
-@click.option("--compare", is_flag=True,
-              help="Run once per env file given as arguments; print busbw side by side.")
-@click.option("--import", "import_path", metavar="FILE",
-              help="Read nccl-tests output (- for stdin) instead of measuring.")
-@click.option("--nccl-log-dir", metavar="DIR",
-              help="Keep the ranks' NCCL_DEBUG logs here (default: a temporary directory).")
-@click.option("--link-rate", type=click.FloatRange(min=0, min_open=True), metavar="GB/s",
-              help="Link rate to report the peak busbw against (GB/s, 1e9 bytes/s).")
-@click.option("--pairwise", is_flag=True,
-              help="Fleet hunt: rounds of node pairs (sendrecv at -e); name slow nodes and links.")
-@click.option("--rounds", type=click.IntRange(1), metavar="K",
-              help="With --pairwise: K rounds (~2*log2(N)) instead of all pairs, then confirm.")
-@click.option("--json", "as_json", is_flag=True, help="Print the bench document as JSON.")
-@click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
-              help="Write the bench JSON to FILE (atomically).")
-@click.argument("compare_files", nargs=-1, metavar="[ENV_FILE]...")
-@click.pass_obj
-def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor: int,
-          warmup: int, iters: int, dtype: str, check: int, average: str, procs: int | None,
-          backend: str,
-          nodes: int | None, hostfile: str | None, ssh_config: str | None,
-          remote_python: str | None, connect_timeout: float, master_addr: str | None,
-          master_port: int | None,
-          timeout: float, env_assignments: tuple, env_files: tuple, compare: bool,
-          import_path: str | None, nccl_log_dir: str | None, link_rate: float | None,
-          as_json: bool, output: str | None, compare_files: tuple,
-          launcher: str | None = None, pairwise: bool = False,
-          rounds: int | None = None) -> None:
-    """Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL or gloo).
-
-    \b
-    Examples:
-      ncclcheck bench -b 8 -e 128M -f 2                  # this node, one rank per GPU
-      ncclcheck bench --procs 4 -e 16M                   # no GPU: 4 CPU ranks over gloo
-      ncclcheck bench --nodes 2 --hostfile hosts --json -o bench.json
-      torchrun --nproc-per-node 8 -m ncclcheck bench     # inside a launcher
-      ncclcheck bench --compare a.env b.env              # candidate configurations
-      ncclcheck bench --import all_reduce_perf.log --json
-      ncclcheck bench --pairwise --hostfile hosts -e 64M  # which node or link is slow
-    """
-    from ncclcheck.bench.command import BenchRequest, run_command
-
-    request = BenchRequest(
-        op=op, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor,
-        warmup=warmup, iters=iters, dtype=dtype, check=check, average=average, procs=procs,
-        backend=backend,
-        nodes=nodes, hostfile=hostfile, ssh_config=ssh_config, remote_python=remote_python,
-        connect_timeout=connect_timeout, master_addr=master_addr, master_port=master_port,
-        timeout=timeout,
-        env_assignments=list(env_assignments), env_files=list(env_files), compare=compare,
-        compare_files=list(compare_files), import_path=import_path, nccl_log_dir=nccl_log_dir,
-        link_rate=link_rate, as_json=as_json, output=output, launcher=launcher,
-        pairwise=pairwise, rounds=rounds)
-    run_command(request, obj.out, obj.err)
-# --- end bench ---
 
 
 # --- recommend and rules commands (recommend.py) --------------------------------------------

@@ -26,93 +26,32 @@ first node, where rank 0 hosts the TCPStore, is refused before anything starts.
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.util
 import json
 import os
-import queue
-import re
 import shutil
 import socket
 import sys
 import tempfile
-import time
-from typing import Any, Callable
+from typing import Any
 
 from ncclcheck.bench.environ import detect_launcher, nccl_debug_env, rank_env, rendezvous
 from ncclcheck.bench.formulas import OPS
+from ncclcheck.bench.monitor import Failure, Monitor  # noqa: F401  (re-exported)
+from ncclcheck.bench.options import (  # noqa: F401  (re-exported: bench's callers import them here)
+    CONSEQUENCE_RE,
+    FAILURE_GRACE_S,
+    INSTALL_HINT,
+    STALL_MARGIN_S,
+    STOP_WAIT_S,
+    BenchOptions,
+    Progress,
+    ops_between_beats,
+    run_deadline,
+    stall_limit,
+    torch_available,
+)
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.slurm import bench_via_srun, in_allocation
-
-INSTALL_HINT = "torch is not installed; pip install 'ncclcheck[bench]'"
-STALL_MARGIN_S = 10.0
-FAILURE_GRACE_S = 2.0
-#: Seconds the launcher waits for the nodes' watchdogs to stop their agents and ranks.
-STOP_WAIT_S = 6.0
-#: Messages that say a rank saw a peer go away: a consequence, not the cause.
-CONSEQUENCE_RE = re.compile(r"connection (closed|reset)|closed by peer|broken pipe|"
-                            r"connection refused|end of file|socket.*closed|timed out|"
-                            r"timeout|peer|ECONNRESET|EPIPE", re.I)
-
-
-@dataclasses.dataclass
-class BenchOptions:
-    """Everything ``ncclcheck bench`` was asked to do (the CLI fills it)."""
-
-    op: str = "all_reduce"
-    dtype: str = "float"
-    sizes: list[int] = dataclasses.field(default_factory=lambda: [8])
-    warmup: int = 5
-    iters: int = 20
-    check: int = 1
-    backend: str = "auto"
-    procs: int | None = None
-    timeout: float = 300.0
-    candidate_env: dict[str, str] = dataclasses.field(default_factory=dict)
-    nodes: int | None = None
-    hostfile: str | None = None
-    ssh_config: str | None = None
-    remote_python: str | None = None
-    master_addr: str | None = None
-    master_port: int | None = None
-    connect_timeout: float = 10.0
-    nccl_log_dir: str | None = None
-    link_rate_gbps: float | None = None
-    average: str = "mean"
-    sweep: dict[str, Any] | None = None
-    launcher: str | None = None  #: "ssh", "slurm", or None: slurm inside an allocation
-    pairwise: dict[str, Any] | None = None  #: bench --pairwise (ncclcheck.bench.pairlaunch)
-
-    def worker_spec(self, backend: str) -> dict[str, Any]:
-        """What each rank needs to run the sweep."""
-        return {"op": self.op, "dtype": self.dtype, "sizes": list(self.sizes),
-                "warmup": self.warmup, "iters": self.iters, "check": self.check,
-                "backend": backend, "timeout_s": self.timeout, "average": self.average,
-                "sweep": self.sweep, "candidate_env": dict(self.candidate_env),
-                "link_rate_gbps": self.link_rate_gbps, "pairwise": self.pairwise}
-
-
-def torch_available() -> bool:
-    """Whether ``import torch`` would find torch here (without importing it)."""
-    if "torch" in sys.modules and sys.modules["torch"] is None:
-        return False
-    try:
-        return importlib.util.find_spec("torch") is not None
-    except (ImportError, ValueError):
-        return False
-
-
-class Progress:
-    """Receives progress; the CLI passes a rich progress bar on a TTY, else this no-op."""
-
-    def start(self, total: int) -> None:  # noqa: D102
-        pass
-
-    def update(self, done: int, row: dict[str, Any]) -> None:  # noqa: D102
-        pass
-
-    def stop(self) -> None:  # noqa: D102
-        pass
 
 
 def run(opts: BenchOptions, progress: Progress | None = None,
@@ -263,30 +202,6 @@ def check_master_addr(addr: str, addresses: list[str] | None, label: str) -> Non
                    f"rank 0 hosts the rendezvous store (it has {', '.join(addresses) or 'none'})")
 
 
-def ops_between_beats(opts: BenchOptions) -> int:
-    """Collectives a rank may run between two progress events: one placement's warm-up and
-    timed block and its barrier, plus the gather and the ``-c`` check that follow a size.
-
-    ``--timeout`` bounds each collective (torch.distributed's timeout), so a healthy block of
-    many ops may take far longer than ``--timeout``; the launcher's watch allows for that.
-
-    >>> ops_between_beats(BenchOptions(warmup=5, iters=20))
-    34
-    """
-    return opts.warmup + opts.iters + 1 + 8
-
-
-def stall_limit(opts: BenchOptions) -> float:
-    """Seconds without any event after which the launcher gives the sweep up (a backstop: a
-    stuck collective fails on its own after ``--timeout``)."""
-    return opts.timeout * ops_between_beats(opts) + STALL_MARGIN_S
-
-
-def run_deadline(opts: BenchOptions) -> float:
-    """Seconds after which the remote watchdogs stop an agent no matter what (a backstop)."""
-    return (stall_limit(opts) * (2 * len(opts.sizes) + 1) + 2 * opts.timeout
-            + opts.connect_timeout + 60)
-
 
 # -- single node --------------------------------------------------------------------------------
 def run_single_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
@@ -394,206 +309,3 @@ def run_multi_node(opts: BenchOptions, progress: Progress,
     doc["launch"] = {"mode": "ssh", "master_addr": master[0], "master_port": master[1],
                      "hosts": [t.label for t in targets]}
     return doc
-
-
-# -- watching the agents ------------------------------------------------------------------------
-@dataclasses.dataclass
-class Failure:
-    """One thing that went wrong, ranked: lower ``priority`` is more likely the cause."""
-
-    priority: int
-    message: str
-    node: int | None = None  #: the node it happened on, when known
-
-
-class Monitor:
-    """Collects the agents' events, drives the progress bar, and decides success or failure."""
-
-    def __init__(self, opts: BenchOptions, progress: Progress, labels: list[str]) -> None:
-        self.opts, self.progress, self.labels = opts, progress, labels
-        self.processes: list[Any] = []
-        self.events: queue.Queue = queue.Queue()
-        self.result: dict[str, Any] | None = None
-        self.done_nodes: set[int] = set()
-        self.failed_nodes: set[int] = set()
-        self.failures: list[Failure] = []
-        self.stderr_tail: dict[int, list[str]] = {}
-        self.reported: set[tuple[int, Any]] = set()
-        self.log_dirs: dict[int, str] = {}
-        self.pair_events: list[dict[str, Any]] = []  #: bench --pairwise: each rank's pairs
-        self.ready = False
-
-    def line_handler(self, node: int) -> Callable[[str], None]:
-        """A stdout callback for node ``node``'s agent (called on a drain thread)."""
-        return lambda line: self.events.put((node, line))
-
-    def stderr_handler(self, node: int) -> Callable[[str], None]:
-        """A stderr callback: keep the last lines for error messages."""
-        def keep(line: str) -> None:
-            tail = self.stderr_tail.setdefault(node, [])
-            if line.strip():
-                tail.append(line.strip())
-                del tail[:-20]
-        return keep
-
-    def name(self, node: int | None, event: dict[str, Any] | None = None) -> str:
-        """How to name where something happened: the rank and the node's hostfile label."""
-        where = self.labels[node] if node is not None and node < len(self.labels) else "?"
-        if event and event.get("rank") is not None:
-            return f"rank {event['rank']} on {where}"
-        return where
-
-    def handle(self, node: int, line: str) -> None:
-        """One line from an agent."""
-        if not line.startswith("{"):
-            return
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return
-        kind = event.get("ev")
-        if event.get("log_dir") and kind in ("started", "error", "rank_exit"):
-            self.log_dirs.setdefault(node, event["log_dir"])  # kept by agents that fail
-        if kind == "ready":
-            self.ready = True
-            self.progress.start(len(self.opts.sizes))
-        elif kind == "progress":
-            self.progress.update(event.get("done", 0), event.get("row", {}))
-        elif kind == "result":
-            self.result = event.get("doc")
-        elif kind == "done":
-            self.done_nodes.add(node)
-        elif kind == "pair":
-            self.pair_events.append(event)
-        elif kind == "error":
-            self.failed_nodes.add(node)
-            self.reported.add((node, event.get("rank")))
-            message = event.get("message", "failed")
-            warn = "; ".join(event.get("nccl_warn") or [])
-            text = f"{self.name(node, event)}: {message}" + (f" (NCCL WARN: {warn})" if warn else "")
-            self.failures.append(Failure(3 if CONSEQUENCE_RE.search(message) else 2, text, node))
-        elif kind == "rank_exit":
-            self.failed_nodes.add(node)
-            if (node, event.get("rank")) in self.reported:
-                return  # the rank already said why
-            code = int(event.get("code", 1))
-            how = (f"killed by signal {-code}" if code < 0 else f"exited with code {code}")
-            tail = (event.get("stderr_tail") or [""])[-1][:300]
-            warn = "; ".join(event.get("nccl_warn") or [])
-            text = (f"{self.name(node, event)}: rank process {how}"
-                    + (f": {tail}" if tail else "") + (f" (NCCL WARN: {warn})" if warn else ""))
-            self.failures.append(Failure(1 if code < 0 else 4, text, node))
-
-    def agent_ended(self, node: int, code: int) -> None:
-        """Agent ``node`` exited with ``code``."""
-        from ncclcheck.remote import ssh_failure
-
-        if code == 0 and node in self.done_nodes:
-            return
-        stderr = self.processes[node].stderr.text() if self.processes else ""
-        label = self.labels[node]
-        if code == 255:
-            text = ssh_failure(label, stderr)
-        elif code == 124:
-            text = f"{label}: stopped by the remote deadline ({run_deadline(self.opts):g} s)"
-        elif code >= 128:
-            text = f"{label}: agent killed by signal {code - 128} (exit {code})"
-        elif code < 0:
-            text = f"{label}: agent killed by signal {-code}"
-        else:
-            last = (self.stderr_tail.get(node) or [""])[-1][:300]
-            text = f"{label}: agent exited with code {code}" + (f": {last}" if last else "")
-        if node not in self.failed_nodes:  # else its ranks' reports already say why
-            self.failures.append(Failure(0, text, node))
-
-    def wait(self) -> dict[str, Any]:
-        """Watch until every agent is done (the document) or something failed (raise)."""
-        last_event = time.monotonic()
-        ended: set[int] = set()
-        first_failure: float | None = None
-        try:
-            while True:
-                try:
-                    node, line = self.events.get(timeout=0.1)
-                    self.handle(node, line)
-                    last_event = time.monotonic()
-                    continue_draining = True
-                except queue.Empty:
-                    continue_draining = False
-                for node, process in enumerate(self.processes):
-                    if node in ended:
-                        continue
-                    code = process.poll()
-                    if code is not None and (process.stdout.closed or code != 0):
-                        process.stdout.wait_for(r"(?!)", 0.5)  # its last lines, if any
-                        self.drain()
-                        ended.add(node)
-                        self.agent_ended(node, code)
-                now = time.monotonic()
-                if self.failures and first_failure is None:
-                    first_failure = now
-                if first_failure is not None:
-                    if now - first_failure >= FAILURE_GRACE_S or len(ended) == len(self.processes):
-                        raise NcclcheckError(self.failure_message())
-                    continue
-                if len(ended) == len(self.processes) and self.processes:
-                    if self.result is None:
-                        raise NcclcheckError("rank 0 ended without a result "
-                                             f"({'; '.join(self.stderr_tail.get(0, [])[-2:])})")
-                    return self.result
-                if continue_draining:
-                    continue
-                limit = (stall_limit(self.opts) if self.ready
-                         else self.opts.timeout + self.opts.connect_timeout + 60)
-                if now - last_event > limit:
-                    phase = "the sweep" if self.ready else "start-up and rendezvous"
-                    self.failures.append(Failure(6, f"no progress for {now - last_event:.0f} s "
-                                                    f"during {phase} (--timeout "
-                                                    f"{self.opts.timeout:g} per collective)"))
-                    raise NcclcheckError(self.failure_message())
-        finally:
-            self.progress.stop()
-            self.stop_all()
-
-    def drain(self) -> None:
-        """Handle every event already queued."""
-        time.sleep(0.05)
-        while True:
-            try:
-                node, line = self.events.get_nowait()
-            except queue.Empty:
-                return
-            self.handle(node, line)
-
-    def failure_message(self) -> str:
-        """The most likely cause first, then what else was seen."""
-        ordered = sorted(self.failures, key=lambda f: f.priority)
-        seen: list[str] = []
-        for failure in ordered:
-            if failure.message not in seen:
-                seen.append(failure.message)
-        head, rest = seen[0], seen[1:4]
-        text = head + (f" (also: {'; '.join(rest)})" if rest else "")
-        if self.log_dirs:
-            text += " [rank logs kept in " + ", ".join(
-                f"{d} on {self.name(n)}" for n, d in sorted(self.log_dirs.items())) + "]"
-        return text
-
-    def stop_all(self) -> None:
-        """Stop every agent still running, and wait until the nodes say they are clean.
-
-        Closing an agent's stdin makes its node's watchdog stop the agent and its ranks and
-        then exit, which ends the ssh: so a finished ssh means nothing is left on that node.
-        What has not ended after :data:`STOP_WAIT_S` is terminated, then killed.
-        """
-        live = [p for p in self.processes if p.poll() is None]
-        for process in live:
-            process.close_stdin()
-        end = time.monotonic() + STOP_WAIT_S
-        for process in live:
-            process.wait(max(0.0, end - time.monotonic()))
-        for process in self.processes:
-            try:
-                process.stop()
-            except Exception:  # noqa: BLE001 - best effort; keep stopping the others
-                pass

@@ -25,7 +25,6 @@ expected result (``#wrong``, summed over ranks).
 from __future__ import annotations
 
 import datetime
-import glob
 import json
 import os
 import socket
@@ -36,196 +35,34 @@ from typing import Any, Callable
 import torch
 import torch.distributed as dist
 
-from ncclcheck.bench import meet, transport
+from ncclcheck.bench import collective, meet, transport
+from ncclcheck.bench.collective import (  # noqa: F401  (re-exported: the worker's parts)
+    CHECK_CHUNK,
+    Collective,
+    pattern,
+    rank_sum,
+)
 from ncclcheck.bench.document import TIME_BASIS, bench_document, make_row, placement_result
 from ncclcheck.bench.environ import rank_env
 from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
-from ncclcheck.bench.sweep import CHECK_MODULUS, check_modulus, get_dtype
+from ncclcheck.bench.rankenv import (  # noqa: F401  (re-exported: the worker's parts)
+    RankFailure,
+    _die_with_parent,
+    choose_gloo_interface,
+    effective_env,
+    one_line,
+    own_nccl_log,
+    own_transport,
+)
+from ncclcheck.bench.sweep import check_modulus, get_dtype
 
 Emit = Callable[[dict], None]
-CHECK_CHUNK = 1 << 24  #: elements compared at once
 
-#: torch 2.13 deprecates ``all_gather_into_tensor``/``reduce_scatter_tensor`` (a FutureWarning on
-#: every call) for the ``*_single`` names, which older releases lack: the current name, else the old.
-ALL_GATHER = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-REDUCE_SCATTER = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+collective.bind(torch, dist)  # the collectives' torch: this module's, the only import of torch
+ALL_GATHER, REDUCE_SCATTER = collective.ALL_GATHER, collective.REDUCE_SCATTER
 
 
-class RankFailure(Exception):
-    """A rank could not finish; the message says why in one line."""
-
-
-# -- environment ---------------------------------------------------------------------------------
-def choose_gloo_interface(master_addr: str) -> str | None:
-    """Set ``GLOO_SOCKET_IFNAME`` for this rank: the candidate's NCCL_SOCKET_IFNAME made concrete,
-    else the interface that routes to the rendezvous address. Returns the name chosen."""
-    from ncclcheck.bench import ifname
-
-    if os.environ.get("GLOO_SOCKET_IFNAME"):
-        return os.environ["GLOO_SOCKET_IFNAME"]
-    spec = os.environ.get("NCCL_SOCKET_IFNAME", "")
-    interfaces = ifname.local_interfaces()
-    if len(spec) > 1:
-        chosen = ifname.gloo_ifname(spec, interfaces)
-        if chosen is None:
-            raise RankFailure(f"NCCL_SOCKET_IFNAME={spec} matches no interface with an IPv4 "
-                              f"address on {socket.gethostname()} "
-                              f"(have: {', '.join(n for n, _ in interfaces)})")
-    else:
-        chosen = ifname.route_interface(master_addr, interfaces)
-    if chosen:
-        os.environ["GLOO_SOCKET_IFNAME"] = chosen
-    return chosen
-
-
-def own_nccl_log() -> str | None:
-    """This process's NCCL debug file (``NCCL_DEBUG_FILE`` with ``%h``/``%p`` filled), if any."""
-    pattern = os.environ.get("NCCL_DEBUG_FILE")
-    if not pattern:
-        return None
-    guess = pattern.replace("%p", str(os.getpid())).replace("%h", "*")
-    found = sorted(glob.glob(guess))
-    return found[0] if found else None
-
-
-def own_transport() -> dict[str, Any]:
-    """What NCCL printed for this process, parsed (empty entry when it printed nothing)."""
-    path = own_nccl_log()
-    text = ""
-    if path:
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                text = f.read(8 << 20)
-        except OSError:
-            text = ""
-    entries = transport.parse_nccl_log(text)
-    entry = entries[0] if entries else transport.new_rank(socket.gethostname(), os.getpid())
-    entry["log_file"] = path
-    return entry
-
-
-# -- data and ops ---------------------------------------------------------------------------------
-def pattern(start: int, length: int, rank: int, device: Any, modulus: int) -> Any:
-    """int64 values ``(index + 3*rank) % modulus`` for indices ``start .. start+length``."""
-    idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
-    return (idx + 3 * rank) % modulus
-
-
-def rank_sum(start: int, length: int, nranks: int, device: Any, modulus: int) -> Any:
-    """int64 ``sum over r < nranks of (index + 3r) % modulus`` (the all_reduce of the data)."""
-    idx = torch.arange(start, start + length, dtype=torch.int64, device=device)
-    total = torch.zeros(length, dtype=torch.int64, device=device)
-    for t in range(min(nranks, modulus)):
-        weight = nranks // modulus + (1 if t < nranks % modulus else 0)
-        total += weight * ((idx + 3 * t) % modulus)
-    return total
-
-
-class Collective:
-    """One op on preallocated buffers: runs out-of-place and in-place, and knows the answer."""
-
-    def __init__(self, op: Op, rank: int, nranks: int, dtype: Any, max_count: int,
-                 device: Any, modulus: int = CHECK_MODULUS) -> None:
-        self.op, self.rank, self.n, self.dtype, self.device = op, rank, nranks, dtype, device
-        self.mod = modulus  # -c data: (index + 3*rank) % mod, exact in dtype (sweep.check_modulus)
-        self.send = torch.zeros(max(1, self.send_elems(max_count)), dtype=dtype, device=device)
-        self.recv = torch.zeros(max(1, self.recv_elems(max_count)), dtype=dtype, device=device)
-        self.count = 0
-
-    def send_elems(self, count: int) -> int:
-        return count * self.n if self.op.name in ("reduce_scatter", "alltoall") else count
-
-    def recv_elems(self, count: int) -> int:
-        return count * self.n if self.op.name in ("all_gather", "alltoall") else count
-
-    def resize(self, count: int) -> None:
-        """Use the first ``count`` elements per rank of the buffers."""
-        self.count = count
-        self.inp = self.send.narrow(0, 0, self.send_elems(count))
-        self.out = self.recv.narrow(0, 0, self.recv_elems(count))
-
-    def prepare(self, in_place: bool) -> None:
-        """Untimed set-up before a placement runs: out-of-place all_reduce starts from a copy of
-        the input in the output buffer (torch.distributed has no out-of-place all_reduce)."""
-        if self.op.name == "all_reduce" and not in_place:
-            self.out.copy_(self.inp)
-
-    def runner(self, in_place: bool) -> Callable[[], None]:
-        """A zero-argument function that runs the op once, and nothing else (it is timed)."""
-        op, inp, out, c, r = self.op.name, self.inp, self.out, self.count, self.rank
-        if op == "all_reduce":
-            return lambda: dist.all_reduce(out)
-        if op == "all_gather":
-            src = out.narrow(0, r * c, c) if in_place else inp
-            return lambda: ALL_GATHER(out, src)
-        if op == "reduce_scatter":
-            dst = inp.narrow(0, r * c, c) if in_place else out
-            return lambda: REDUCE_SCATTER(dst, inp)
-        if op == "broadcast":
-            buf = out if in_place or r != 0 else inp
-            return lambda: dist.broadcast(buf, 0)
-        if op == "alltoall":
-            return lambda: dist.all_to_all_single(out, inp)
-        if op == "sendrecv":
-            nxt, prv = (r + 1) % self.n, (r - 1) % self.n
-
-            def sendrecv() -> None:
-                for work in dist.batch_isend_irecv([dist.P2POp(dist.isend, inp, nxt),
-                                                    dist.P2POp(dist.irecv, out, prv)]):
-                    work.wait()
-            return sendrecv
-        raise ValueError(op)
-
-    def fill(self, in_place: bool) -> Any:
-        """Put this rank's known data where the op reads it; return the tensor holding the result."""
-        op, c, r = self.op.name, self.count, self.rank
-        if op == "all_gather":
-            src = self.out.narrow(0, r * c, c) if in_place else self.inp
-            src.copy_(pattern(0, c, r, self.device, self.mod).to(self.dtype))
-            return self.out
-        if op == "reduce_scatter":
-            self.inp.copy_(pattern(0, c * self.n, r, self.device, self.mod).to(self.dtype))
-            return self.inp.narrow(0, r * c, c) if in_place else self.out
-        if op in ("all_reduce", "broadcast") and in_place:
-            self.out.copy_(pattern(0, c, r, self.device, self.mod).to(self.dtype))
-            return self.out
-        self.inp.copy_(pattern(0, self.inp.numel(), r, self.device, self.mod).to(self.dtype))
-        self.out.zero_()
-        self.prepare(in_place)
-        if op == "broadcast" and r == 0:
-            return self.inp  # out-of-place on the root: torch broadcasts from the input
-        return self.out
-
-    def expected(self, start: int, length: int) -> Any:
-        """The correct result at output indices ``start .. start+length`` (int64)."""
-        op, c, r, n, dev = self.op.name, self.count, self.rank, self.n, self.device
-        if op == "all_reduce":
-            return rank_sum(start, length, n, dev, self.mod)
-        if op == "reduce_scatter":
-            return rank_sum(r * c + start, length, n, dev, self.mod)
-        if op == "broadcast":
-            return pattern(start, length, 0, dev, self.mod)
-        if op == "sendrecv":
-            return pattern(start, length, (r - 1) % n, dev, self.mod)
-        j = torch.arange(start, start + length, dtype=torch.int64, device=dev)
-        src_rank, i = j // max(c, 1), j % max(c, 1)
-        if op == "all_gather":
-            return (i + 3 * src_rank) % self.mod
-        if op == "alltoall":
-            return (r * c + i + 3 * src_rank) % self.mod
-        raise ValueError(op)
-
-    def count_wrong(self, result: Any) -> int:
-        """Elements of ``result`` that differ from the expected answer."""
-        wrong = 0
-        total = result.numel()
-        for start in range(0, total, CHECK_CHUNK):
-            length = min(CHECK_CHUNK, total - start)
-            want = self.expected(start, length).to(self.dtype)
-            wrong += int((result.narrow(0, start, length) != want).sum().item())
-        return wrong
-
-
+# -- gathering ------------------------------------------------------------------------------------
 def all_gather_json(obj: Any, device: Any) -> list[Any]:
     """Every rank's ``obj`` (JSON-able), in rank order.
 
@@ -319,14 +156,6 @@ def versions(nccl_from_log: str | None) -> dict[str, Any]:
         except Exception:  # noqa: BLE001 - a CPU build has no NCCL
             nccl = None
     return {"torch": torch.__version__, "cuda": torch.version.cuda, "nccl": nccl}
-
-
-def effective_env(candidate: dict[str, str]) -> dict[str, str]:
-    """NCCL, PyTorch-NCCL and gloo variables in effect in this process, plus the candidate's."""
-    env = {k: v for k, v in os.environ.items()
-           if k.startswith(("NCCL_", "TORCH_NCCL_", "GLOO_"))}
-    env.update({k: os.environ.get(k, v) for k, v in candidate.items()})
-    return dict(sorted(env.items()))
 
 
 def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[str, Any] | None:
@@ -472,19 +301,6 @@ def build_document(spec: dict[str, Any], op: Op, type_name: str, world: int,
 
 
 # -- process entry point (started by the agent) ---------------------------------------------------
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this rank when the agent that started it dies (PR_SET_PDEATHSIG)."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() == 1:
-        os._exit(1)
-
-
 def main() -> int:
     """Entry point for ``python -m ncclcheck.bench.worker`` (started by the agent)."""
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
@@ -508,16 +324,6 @@ def main() -> int:
         emit({"ev": "error", "rank": ident.get("rank"), "host": socket.gethostname(),
               "pid": os.getpid(), "message": one_line(exc), "nccl_warn": warn[-5:]})
         return 1
-
-
-def one_line(exc: BaseException) -> str:
-    """An exception as one line: its type and the first meaningful line of its message."""
-    text = str(exc).strip()
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    head = next((ln for ln in lines if not ln.startswith(("Exception raised from",
-                                                          "frame #"))), "")
-    name = type(exc).__name__
-    return f"{name}: {head[:400]}" if head else name
 
 
 if __name__ == "__main__":
