@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
+from ncclcheck.render import units
+
 
 MAX_TABLE_ROWS = 64
 
@@ -14,18 +16,12 @@ HEALTHY = frozenset({"ACTIVE", "LinkUp", "up", "ready"})
 
 
 def human_bytes(value: Any) -> str:
-    """Bytes in binary units, as ``df -h`` and nccl-tests sizes read.
+    """Bytes in binary units, one decimal place (:func:`ncclcheck.render.units.human_bytes`).
 
     >>> human_bytes(67108864), human_bytes(85520809984), human_bytes(None), human_bytes(512)
     ('64 MiB', '79.6 GiB', '-', '512 B')
     """
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "-"
-    for unit, name in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if value >= unit:
-            shown = value / unit
-            return f"{shown:.0f} {name}" if shown == int(shown) else f"{shown:.1f} {name}"
-    return f"{value:.0f} B"
+    return units.human_bytes(value, 1)
 
 
 def text(value: Any) -> str:
