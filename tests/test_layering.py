@@ -192,3 +192,14 @@ def test_no_file_under_ncclcheck_over_400_lines():
             if lines > MAX_LINES:
                 long.append(f"{path.relative_to(ROOT)}: {lines}")
     assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
+
+
+def test_architecture_page_draws_the_same_floors():
+    """ARCHITECTURE.md's table: the same floors, in the same order, holding the same units."""
+    rows = []
+    for line in (ROOT / "ARCHITECTURE.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 3 and not cells[0].startswith(("floor", "---")):
+            units = {u.strip().removesuffix(" (version)").strip("` /") for u in cells[1].split(",")}
+            rows.append((cells[0], {"" if u == "__init__" else u for u in units}))
+    assert rows == FLOORS
