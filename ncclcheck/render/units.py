@@ -27,6 +27,37 @@ def human_bytes(value: Any, decimals: int | None = None) -> str:
     return f"{int(value)} B" if decimals is None else f"{value:.0f} B"
 
 
+def cell_text(value: Any, flat: bool = False) -> str:
+    """A table cell's text: None and empty as '-', bools as yes/no, floats trimmed, lists joined,
+    mappings as ``k=v``. ``flat`` (the terminal's facts panels) leaves out what is nested: a list
+    inside a list, a mapping inside either; a list inside a mapping is shown in brackets.
+
+    >>> cell_text(None), cell_text(True), cell_text(["a", 1]), cell_text(2.50), cell_text({})
+    ('-', 'yes', 'a, 1', '2.5', '-')
+    >>> cell_text([1, [2], {"a": 1}]), cell_text([1, [2], {"a": 1}], flat=True)
+    ('1, 2, a=1', '1')
+    >>> cell_text({"a": [1, 2], "b": {"c": 1}}), cell_text({"a": [1, 2], "b": {"c": 1}}, flat=True)
+    ('a=1, 2, b=c=1', 'a=[1, 2]')
+    """
+    if value is None or value == [] or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        if flat:
+            value = [v for v in value if not isinstance(v, (dict, list))]
+        return ", ".join(cell_text(v, flat) for v in value) or "-"
+    if isinstance(value, dict):
+        if not flat:
+            return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items())
+        return ", ".join(f"{k}=[{cell_text(v, True)}]" if isinstance(v, list)
+                         else f"{k}={cell_text(v, True)}"
+                         for k, v in value.items() if not isinstance(v, dict)) or "-"
+    return str(value)
+
+
 def yes_no(value: Any) -> str:
     """'yes', 'no' or '-' for a tri-state flag.
 

@@ -25,22 +25,13 @@ def human_bytes(value: Any) -> str:
 
 
 def text(value: Any) -> str:
-    """A cell's text: None as '-', bools as yes/no, lists joined.
+    """A cell's text (:func:`ncclcheck.render.units.cell_text`): None as '-', bools as yes/no,
+    lists joined.
 
     >>> text(None), text(True), text(["a", 1]), text(2.50), text({})
     ('-', 'yes', 'a, 1', '2.5', '-')
     """
-    if value is None or value == [] or value == {}:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(text(v) for v in value) or "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={text(v)}" for k, v in value.items())
-    return str(value)
+    return units.cell_text(value)
 
 
 def link(value: Any) -> str:
