@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from ncclcheck import schema
-from ncclcheck.errors import BadInput
+from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.schema import split_documents  # noqa: F401 - read here by callers and tests
 from ncclcheck.textsafe import printable
 
 FACTS = "ncclcheck/facts"
@@ -39,36 +40,6 @@ _SAFE_FILE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 # -- loading facts collected elsewhere -----------------------------------------------------------
-
-def split_documents(text: str, source: str) -> list[Any]:
-    """Every JSON value in ``text``: one document, JSON lines, or documents back to back
-    (``srun ... ncclcheck probe --json > facts.json`` with one task per node).
-
-    >>> [d["n"] for d in split_documents('{"n": 1}\\n{"n": 2}{"n": 3}', "f")]
-    [1, 2, 3]
-    >>> split_documents("{", "f.json")
-    Traceback (most recent call last):
-    ...
-    ncclcheck.errors.BadInput: f.json: not valid JSON at offset 0 (Expecting property name enclosed in double quotes)
-    """
-    decoder = schema.DECODER
-    docs, pos = [], 0
-    while True:
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-        if pos >= len(text):
-            break
-        try:
-            doc, end = decoder.raw_decode(text, pos)
-        except ValueError as exc:
-            raise BadInput(f"{source}: not valid JSON at offset {pos} "
-                           f"({printable(getattr(exc, 'msg', exc))[:200]})") from None
-        except RecursionError:
-            raise BadInput(f"{source}: not valid JSON at offset {pos} (nested too deeply)") from None
-        docs.append(doc)
-        pos = end
-    return docs
-
 
 def _files(paths: Iterable[str]) -> list[Path]:
     out: list[Path] = []
@@ -362,8 +333,6 @@ def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | N
         import os
 
         from ncclcheck.probe import select
-        from ncclcheck.slurm import probe_via_srun
-
         if only:
             select(only.split(","))
         return probe_via_srun(dict(os.environ), timeout, only, remote_python)
@@ -379,6 +348,37 @@ def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | N
     ssh = SSH(ssh_config=ssh_config, connect_timeout=min(connect_timeout, timeout),
               remote_python=remote_python)
     return probe_hosts(targets, ssh, timeout, concurrency, only)
+
+
+def probe_via_srun(environ: dict[str, str], timeout: float, only: str | None,
+                   python: str | None = None) -> dict[str, Any]:
+    """``probe --launcher slurm``: the cluster document of every node in the allocation (srun
+    from :mod:`ncclcheck.slurm`, which stays below the documents it launches)."""
+    import sys
+
+    from ncclcheck.slurm import LABEL_RE, allocation_nodes, run_srun, split_labelled, srun_argv
+
+    nodes = allocation_nodes(environ)
+    argv = srun_argv(len(nodes), probe_argv(python or sys.executable, only), False,
+                     "ncclcheck-probe", timeout)
+    code, out, err = run_srun(argv, timeout, env=dict(environ))
+    outs, errs = split_labelled(out), split_labelled(err)
+    good: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []
+    srun_tail = [ln for ln in err.splitlines() if ln.strip() and not LABEL_RE.match(ln)]
+    for task, node in enumerate(nodes):
+        try:
+            facts = parse_remote_facts(node, "\n".join(outs.get(task, [])))
+        except BadInput as exc:
+            last = (errs.get(task) or [ln for ln in srun_tail if node in ln] or [str(exc)])[-1]
+            why = "timed out" if code == 124 else "failed"
+            failed.append({"host": node, "reason": f"{node}: {why}: {last.strip()[:300]}"})
+            continue
+        facts["probed_as"] = node
+        good.append(facts)
+    if not good and not failed:
+        raise NcclcheckError(f"srun ran nothing ({(srun_tail or ['no output'])[-1]})")
+    return cluster_document(good, failed, source="slurm", hosts=nodes)
 
 
 def exit_code(doc: dict[str, Any]) -> int:

@@ -4,7 +4,7 @@ Flow: open each input (file, gzip file or ``-``) → keep only the lines holding
 :data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
 :class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
-(:mod:`ncclcheck.signatures.derived`) → build the ``ncclcheck/diagnosis`` document.
+(:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document.
 
 The document::
 
@@ -33,8 +33,8 @@ from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
-from ncclcheck.signatures.derived import plural, run_checks
-from ncclcheck.signatures.pasted import check_pasted
+from ncclcheck.judge.derived import plural, run_checks
+from ncclcheck.judge.pasted import check_pasted
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

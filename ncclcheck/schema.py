@@ -187,3 +187,33 @@ def _keep_sample(doc: Any, folder: str) -> None:
 def dump(doc: dict[str, Any], path: str | Path) -> None:
     """Write a document atomically as stable JSON."""
     write_atomic(path, dumps(doc))
+
+
+def split_documents(text: str, source: str) -> list[Any]:
+    """Every JSON value in ``text``: one document, JSON lines, or documents back to back
+    (``srun ... ncclcheck probe --json > facts.json`` with one task per node).
+
+    >>> [d["n"] for d in split_documents('{"n": 1}\\n{"n": 2}{"n": 3}', "f")]
+    [1, 2, 3]
+    >>> split_documents("{", "f.json")
+    Traceback (most recent call last):
+    ...
+    ncclcheck.errors.BadInput: f.json: not valid JSON at offset 0 (Expecting property name enclosed in double quotes)
+    """
+    decoder = DECODER
+    docs, pos = [], 0
+    while True:
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos >= len(text):
+            break
+        try:
+            doc, end = decoder.raw_decode(text, pos)
+        except ValueError as exc:
+            raise BadInput(f"{source}: not valid JSON at offset {pos} "
+                           f"({printable(getattr(exc, 'msg', exc))[:200]})") from None
+        except RecursionError:
+            raise BadInput(f"{source}: not valid JSON at offset {pos} (nested too deeply)") from None
+        docs.append(doc)
+        pos = end
+    return docs

@@ -162,40 +162,12 @@ def split_labelled(text: str) -> dict[int, list[str]]:
     return out
 
 
-def probe_via_srun(environ: dict[str, str], timeout: float, only: str | None,
-                   python: str | None = None) -> dict[str, Any]:
-    """``probe --launcher slurm``: the cluster document of every node in the allocation."""
-    from ncclcheck.cluster import cluster_document, parse_remote_facts, probe_argv
-
-    nodes = allocation_nodes(environ)
-    argv = srun_argv(len(nodes), probe_argv(python or sys.executable, only), False,
-                     "ncclcheck-probe", timeout)
-    code, out, err = run_srun(argv, timeout, env=dict(environ))
-    outs, errs = split_labelled(out), split_labelled(err)
-    good: list[dict[str, Any]] = []
-    failed: list[dict[str, str]] = []
-    srun_tail = [ln for ln in err.splitlines() if ln.strip() and not LABEL_RE.match(ln)]
-    for task, node in enumerate(nodes):
-        try:
-            facts = parse_remote_facts(node, "\n".join(outs.get(task, [])))
-        except BadInput as exc:
-            last = (errs.get(task) or [ln for ln in srun_tail if node in ln] or [str(exc)])[-1]
-            why = "timed out" if code == 124 else "failed"
-            failed.append({"host": node, "reason": f"{node}: {why}: {last.strip()[:300]}"})
-            continue
-        facts["probed_as"] = node
-        good.append(facts)
-    if not good and not failed:
-        raise NcclcheckError(f"srun ran nothing ({(srun_tail or ['no output'])[-1]})")
-    return cluster_document(good, failed, source="slurm", hosts=nodes)
-
-
 def bench_via_srun(opts: Any, environ: dict[str, str], timeout: float) -> dict[str, Any]:
     """``bench --launcher slurm``: one rank per node; rank 0's bench document."""
     import dataclasses
     import json
 
-    from ncclcheck.cluster import split_documents
+    from ncclcheck.schema import split_documents
 
     nodes = allocation_nodes(environ)
     if opts.nodes:

@@ -7,7 +7,7 @@ inferred from real documents: the recorded hosts replayed, every fixture documen
 imports and diagnoses of the recorded logs. Inference is strict on types (a key seen as a string
 must stay a string), lenient on presence (no key it saw is required) and on unknown keys.
 
-    python scripts/gen-schemas.py            # rewrite the files
+    python scripts/gen-schemas.py            # rewrite the files (compact: see compact())
     python scripts/gen-schemas.py --check    # exit 1 when they are stale
     # also learn from every document the test suite writes:
     NCCLCHECK_SCHEMA_SAMPLES=/tmp/s python -m pytest -q tests; python scripts/gen-schemas.py --samples /tmp/s
@@ -171,13 +171,46 @@ def build(docs: dict[str, list]) -> dict[str, dict]:
     return hand
 
 
+#: Compact layout: a value goes on one line when it fits in WIDTH characters, or when it is nested
+#: DEPTH levels deep; above that, one key (or item) a line. The pretty-printed schemas ran to
+#: 2,500 lines; this keeps every file under the house's 400 (tests/test_layering.py) while the top
+#: of each document (sections, their fields) still reads and diffs one entry a line.
+WIDTH = 100
+DEPTH = 7
+
+
+def compact(value: object, indent: str = "") -> str:
+    """JSON for ``value``, one entry a line only near the top and where it would not fit.
+
+    >>> print(compact({"b": [1, 2], "a": {"x": "y" * 96}}))
+    {
+     "a": {
+      "x": "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+     },
+     "b": [1, 2]
+    }
+    >>> compact({"a": {"b": 1}})
+    '{"a": {"b": 1}}'
+    """
+    flat = json.dumps(value, sort_keys=True, separators=(", ", ": "))
+    if (len(indent) + len(flat) <= WIDTH or len(indent) >= DEPTH
+            or not isinstance(value, (dict, list)) or not value):
+        return flat
+    inner = indent + " "
+    if isinstance(value, dict):
+        rows = [f"{inner}{json.dumps(k)}: {compact(value[k], inner)}" for k in sorted(value)]
+        return "{\n" + ",\n".join(rows) + "\n" + indent + "}"
+    rows = [inner + compact(v, inner) for v in value]
+    return "[\n" + ",\n".join(rows) + "\n" + indent + "]"
+
+
 def main() -> int:
     sys.path.insert(0, str(Path(__file__).parent))
     built = build(samples())
     stale = []
     for kind, schema_doc in built.items():
         path = OUT / f"{kind}.schema.json"
-        text = json.dumps(schema_doc, indent=1, sort_keys=True) + "\n"
+        text = compact(schema_doc) + "\n"
         if "--check" in sys.argv:
             if not path.exists() or path.read_text() != text:
                 stale.append(path.name)

@@ -1,21 +1,17 @@
-"""``ncclcheck bench``: turn the command line into runs, and the results into output.
+"""``ncclcheck bench``'s request: the options as given, the validated run options, and the outputs.
 
-The CLI fills a :class:`BenchRequest` and calls :func:`run_command`, which picks one of three
-things: ``--import`` (read nccl-tests output), ``--compare`` (one run per env file) or one run;
-then prints the nccl-tests table (or ``--json``), writes ``-o`` atomically, and fails the command
-(exit 1) when a run failed or ``#wrong`` is not zero -- after the results are written.
+The CLI fills a :class:`BenchRequest`; :mod:`ncclcheck.benchcmd` (above render/, which draws
+the results) runs it and writes the outputs with :func:`write_outputs`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import sys
 from typing import Any
 
 import click
 
-from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.errors import BadInput
 
 
 @dataclasses.dataclass
@@ -88,17 +84,6 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         sweep={"min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": req.step_factor})
 
 
-def progress_for(out: Any, as_json: bool) -> Any:
-    """A rich progress bar when stdout is a terminal and a table is wanted, else a no-op."""
-    from ncclcheck.bench.launch import Progress
-
-    if as_json or not sys.stdout.isatty() or not getattr(out, "is_terminal", False):
-        return Progress()
-    from ncclcheck.render.bench import RichProgress
-
-    return RichProgress(out)
-
-
 def launcher_note(environ: dict[str, str]) -> str | None:
     """What to say when a launcher's variables are set but it gave this process no rank: e.g.
     ``accelerate launch --cpu`` that started one process (ncclcheck then starts its own ranks).
@@ -117,23 +102,6 @@ def launcher_note(environ: dict[str, str]) -> str | None:
     shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
     return (f"accelerate's variables are set ({shown}) but not RANK and WORLD_SIZE: it started "
             "this process alone, and ncclcheck started the ranks")
-
-
-def streaming_table(opts: Any, inner: Any, out: Any) -> Any:
-    """A :class:`~ncclcheck.render.bench_stream.StreamTable` for this run, writing to stdout
-    (flushed at each row; through rich's console, above the bar, on a terminal)."""
-    from ncclcheck.render.bench_stream import StreamTable
-
-    head = {"op": opts.op, "dtype": opts.dtype, "warmup": opts.warmup, "iters": opts.iters,
-            "check": int(bool(opts.check)), "sweep": opts.sweep}
-    if type(inner).__name__ == "RichProgress":
-        def write(text: str) -> None:
-            out.print(text, end="", markup=False, highlight=False, soft_wrap=True)
-    else:
-        def write(text: str) -> None:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-    return StreamTable(head, write, inner)
 
 
 def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
@@ -158,85 +126,8 @@ def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
 
 
 def run_command(req: BenchRequest, out: Any, err: Any) -> None:
-    """Do what ``ncclcheck bench`` was asked; raise for a failed run or a non-zero #wrong."""
-    from ncclcheck.render.bench import render_table
+    """Compatibility for callers of the old place: the command, which draws, lives above render/
+    in :mod:`ncclcheck.benchcmd` (bench/ measures and never imports render/)."""
+    from ncclcheck.benchcmd import run_command as run
 
-    if req.pairwise:  # the fleet hunt: rounds of pairs (ncclcheck.bench.pairlaunch)
-        from ncclcheck.bench.pairlaunch import run_pairwise
-
-        run_pairwise(req, out, err)
-        return
-    if req.rounds is not None:
-        raise BadInput("--rounds needs --pairwise")
-    if req.compare_files and not req.compare:
-        raise BadInput(f"unexpected argument {req.compare_files[0]!r} (env files to compare "
-                       "need --compare)")
-    if req.import_path:
-        if req.compare:
-            raise BadInput("--import and --compare cannot be combined")
-        from ncclcheck.bench.importer import import_file
-
-        doc = import_file(req.import_path, req.op)
-        if req.link_rate:
-            doc["link_rate_gbps"] = req.link_rate
-        write_outputs(doc, req, render_table(doc), err)
-        return
-    if req.compare:
-        run_compare(req, out, err)
-        return
-    from ncclcheck.bench import launch
-
-    opts = bench_options(req)
-    progress = progress_for(out, req.as_json)
-    stream = None
-    if not req.as_json and req.output != "-":  # the table: each row as its size finishes
-        stream = streaming_table(opts, progress, out)
-        progress = stream
-    note = launcher_note(dict(os.environ))
-    if note:
-        err.print(f"bench: {note}", highlight=False, soft_wrap=True)
-    doc = launch.run(opts, progress)
-    if doc is None:  # a non-zero rank inside a launcher: rank 0 reports
-        return
-    if note and isinstance(doc.get("launch"), dict):
-        doc["launch"]["note"] = note
-    text = stream.rest(doc) if stream is not None and stream.started else render_table(doc)
-    write_outputs(doc, req, text, err)
-    if doc.get("wrong_total"):
-        raise NcclcheckError(f"{doc['wrong_total']} wrong elements (#wrong): the collective "
-                             "returned incorrect data")
-
-
-def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
-    """One run per env file; a side-by-side table; the best marked."""
-    from ncclcheck.bench import envfile, launch
-    from ncclcheck.bench.document import compare_document
-    from ncclcheck.render.bench import render_compare
-
-    if len(req.compare_files) < 1:
-        raise BadInput("--compare needs at least one env file argument")
-    candidates = [(path, envfile.load_env_file(path)) for path in req.compare_files]
-    runs: list[dict[str, Any]] = []
-    failed: list[str] = []
-    for path, env in candidates:
-        label = os.path.basename(path)
-        err.print(f"bench: running {label} ({len(env)} settings)", highlight=False)
-        try:
-            doc = launch.run(bench_options(req, env), progress_for(out, req.as_json))
-        except NcclcheckError as exc:
-            if isinstance(exc, BadInput):
-                raise
-            failed.append(f"{label}: {exc}")
-            runs.append({"label": label, "env_file": path, "env": env, "error": str(exc),
-                         "bench": {"rows": [], "candidate_env": env}})
-            continue
-        if doc is None:
-            return
-        runs.append({"label": label, "env_file": path, "env": env, "bench": doc})
-    doc = compare_document(runs)
-    write_outputs(doc, req, render_compare(doc), err, to_file=len(failed) < len(runs))
-    wrong = sum(r["bench"].get("wrong_total") or 0 for r in runs)
-    if failed:
-        raise NcclcheckError("; ".join(failed))
-    if wrong:
-        raise NcclcheckError(f"{wrong} wrong elements (#wrong) across the compared runs")
+    run(req, out, err)

@@ -84,11 +84,10 @@ def host_names(raw: dict[str, Any], launch_info: dict[str, Any] | None) -> list[
     return [str(h) for h in raw["hosts"]]
 
 
-def run_pairwise(req: Any, out: Any, err: Any) -> None:
-    """Run the hunt, then print and write the document (as bench's outputs)."""
-    from ncclcheck.bench.command import write_outputs
+def hunt(req: Any, err: Any) -> dict[str, Any] | None:
+    """Run the hunt: the ``ncclcheck/pairwise`` document (None on a non-zero rank inside a
+    launcher). Printing and writing it is the command's (:func:`ncclcheck.benchcmd.run_pairwise`)."""
     from ncclcheck.pairwise.document import build
-    from ncclcheck.render.pairwise import render_pairwise
 
     started = time.monotonic()
     n = fleet_size(req)
@@ -101,11 +100,10 @@ def run_pairwise(req: Any, out: Any, err: Any) -> None:
     else:
         raw, failed = first_run(opts), []
     if raw is None:  # a non-zero rank inside a launcher
-        return
+        return None
     hosts = host_names(raw, raw.get("launch"))
-    doc = build(raw, hosts, req.rounds, failed=failed, launch=raw.get("launch"),
-                wall_s=round(time.monotonic() - started, 2), latency_bytes=LATENCY_BYTES)
-    write_outputs(doc, req, render_pairwise(doc), err)
+    return build(raw, hosts, req.rounds, failed=failed, launch=raw.get("launch"),
+                 wall_s=round(time.monotonic() - started, 2), latency_bytes=LATENCY_BYTES)
 
 
 def first_run(opts: Any, watch: list | None = None) -> dict[str, Any] | None:

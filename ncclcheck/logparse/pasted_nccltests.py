@@ -2,7 +2,7 @@
 
 A table starts at the ``# nThread ...`` header or at the column header (``size count type ...
 busbw``) and ends at ``# Avg bus bandwidth`` (or at the end of the input); the block is handed to
-:func:`ncclcheck.bench.importer.parse_nccl_tests`, which takes launcher prefixes, interleaved
+:func:`ncclcheck.logparse.nccltests.parse_nccl_tests`, which takes launcher prefixes, interleaved
 ``NCCL INFO`` lines, old and new column sets.
 """
 
@@ -53,7 +53,7 @@ class PastedNcclTests:
     def close(self) -> None:
         """End the table being read."""
         if self._lines and len(self.tables) < MAX_TABLES:
-            from ncclcheck.bench.importer import parse_nccl_tests   # only when a table is pasted
+            from ncclcheck.logparse.nccltests import parse_nccl_tests  # only when a table is pasted
 
             facts = parse_nccl_tests("\n".join(self._lines))
             if facts["rows"] or facts["ranks"] or facts["avg_busbw_gbps"] is not None:

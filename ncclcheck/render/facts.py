@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ncclcheck.render.sections import VIEWS
+from ncclcheck.render.units import cell_text
 
 STATUS_STYLE = {"ok": "green", "unavailable": "yellow", "error": "bold red"}
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -17,23 +18,13 @@ MAX_ROWS = 64
 
 
 def fmt(value: Any) -> str:
-    """A cell's text: lists joined, None as '-', floats trimmed.
+    """A cell's text: lists joined, None as '-', floats trimmed, nested parts left out
+    (:func:`ncclcheck.render.units.cell_text`).
 
     >>> fmt(None), fmt([1, "a"]), fmt(0.5), fmt(True)
     ('-', '1, a', '0.5', 'yes')
     """
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(fmt(v) for v in value if not isinstance(v, (dict, list))) or "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={fmt(v) if not isinstance(v, list) else '[' + fmt(v) + ']'}"
-                         for k, v in value.items() if not isinstance(v, dict)) or "-"
-    return str(value)
+    return cell_text(value, flat=True)
 
 
 def table_of_rows(title: str, rows: list[dict[str, Any]]) -> Table:

@@ -5,24 +5,57 @@ from __future__ import annotations
 from typing import Any
 
 
-def human_bytes(value: Any) -> str:
-    """Bytes in binary units.
+def human_bytes(value: Any, decimals: int | None = None) -> str:
+    """Bytes in binary units, as ``df -h`` and nccl-tests sizes read: three significant digits
+    (the terminal), or ``decimals`` places when the value is not whole (the report's tables).
 
     >>> human_bytes(67108864), human_bytes(2164140707840), human_bytes(None), human_bytes(512)
     ('64 MiB', '1.97 TiB', '-', '512 B')
     >>> human_bytes(1082055393280), human_bytes(85899345920)
     ('1008 GiB', '80 GiB')
+    >>> human_bytes(67108864, 1), human_bytes(85520809984, 1), human_bytes(None, 1), human_bytes(512, 1)
+    ('64 MiB', '79.6 GiB', '-', '512 B')
     """
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "-"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(value)} B"
-            text = f"{value:.0f}" if value >= 100 else f"{value:.3g}"
-            return f"{text} {unit}"
-        value /= 1024
-    return "-"
+    for unit, name in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if abs(value) >= unit:
+            shown = value / unit
+            if decimals is None:
+                return f"{shown:.0f} {name}" if shown >= 100 else f"{shown:.3g} {name}"
+            return f"{shown:.0f} {name}" if shown == int(shown) else f"{shown:.{decimals}f} {name}"
+    return f"{int(value)} B" if decimals is None else f"{value:.0f} B"
+
+
+def cell_text(value: Any, flat: bool = False) -> str:
+    """A table cell's text: None and empty as '-', bools as yes/no, floats trimmed, lists joined,
+    mappings as ``k=v``. ``flat`` (the terminal's facts panels) leaves out what is nested: a list
+    inside a list, a mapping inside either; a list inside a mapping is shown in brackets.
+
+    >>> cell_text(None), cell_text(True), cell_text(["a", 1]), cell_text(2.50), cell_text({})
+    ('-', 'yes', 'a, 1', '2.5', '-')
+    >>> cell_text([1, [2], {"a": 1}]), cell_text([1, [2], {"a": 1}], flat=True)
+    ('1, 2, a=1', '1')
+    >>> cell_text({"a": [1, 2], "b": {"c": 1}}), cell_text({"a": [1, 2], "b": {"c": 1}}, flat=True)
+    ('a=1, 2, b=c=1', 'a=[1, 2]')
+    """
+    if value is None or value == [] or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        if flat:
+            value = [v for v in value if not isinstance(v, (dict, list))]
+        return ", ".join(cell_text(v, flat) for v in value) or "-"
+    if isinstance(value, dict):
+        if not flat:
+            return ", ".join(f"{k}={cell_text(v)}" for k, v in value.items())
+        return ", ".join(f"{k}=[{cell_text(v, True)}]" if isinstance(v, list)
+                         else f"{k}={cell_text(v, True)}"
+                         for k, v in value.items() if not isinstance(v, dict)) or "-"
+    return str(value)
 
 
 def yes_no(value: Any) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
+from ncclcheck.render import units
+
 
 MAX_TABLE_ROWS = 64
 
@@ -14,37 +16,22 @@ HEALTHY = frozenset({"ACTIVE", "LinkUp", "up", "ready"})
 
 
 def human_bytes(value: Any) -> str:
-    """Bytes in binary units, as ``df -h`` and nccl-tests sizes read.
+    """Bytes in binary units, one decimal place (:func:`ncclcheck.render.units.human_bytes`).
 
     >>> human_bytes(67108864), human_bytes(85520809984), human_bytes(None), human_bytes(512)
     ('64 MiB', '79.6 GiB', '-', '512 B')
     """
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "-"
-    for unit, name in ((1 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if value >= unit:
-            shown = value / unit
-            return f"{shown:.0f} {name}" if shown == int(shown) else f"{shown:.1f} {name}"
-    return f"{value:.0f} B"
+    return units.human_bytes(value, 1)
 
 
 def text(value: Any) -> str:
-    """A cell's text: None as '-', bools as yes/no, lists joined.
+    """A cell's text (:func:`ncclcheck.render.units.cell_text`): None as '-', bools as yes/no,
+    lists joined.
 
     >>> text(None), text(True), text(["a", 1]), text(2.50), text({})
     ('-', 'yes', 'a, 1', '2.5', '-')
     """
-    if value is None or value == [] or value == {}:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(text(v) for v in value) or "-"
-    if isinstance(value, dict):
-        return ", ".join(f"{k}={text(v)}" for k, v in value.items())
-    return str(value)
+    return units.cell_text(value)
 
 
 def link(value: Any) -> str:

@@ -1,7 +1,7 @@
 """The failure signatures ``ncclcheck diagnose`` knows, one small module per family.
 
 Each module exports ``SIGNATURES`` (matched line by line) and/or ``DERIVED`` (raised by the whole-log
-checks in :mod:`ncclcheck.signatures.derived`). Ids reuse the rules engine's vocabulary where the
+checks in :mod:`ncclcheck.judge.derived`). Ids reuse the rules engine's vocabulary where the
 meaning is the same (``limits-shm-too-small``, ``net-socket-ifname``, ...); the others start with
 ``log-``. Every signature cites NCCL's docs, source or a public issue.
 """

@@ -9,7 +9,7 @@ returning None. ``fallback`` signatures (a bare "NCCL error" from torch) are onl
 nothing more specific at error level was found.
 
 Signatures without patterns are *derived*: they are raised by the checks in
-:mod:`ncclcheck.signatures.derived` from the state of the whole log (cross-rank disagreements,
+:mod:`ncclcheck.judge.derived` from the state of the whole log (cross-rank disagreements,
 a wrong interface, a silent fallback to sockets), and only carry the words and the citation.
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from ncclcheck.diagnose import build_document
 from ncclcheck.logparse.state import LogState
-from ncclcheck.signatures.derived import run_checks
+from ncclcheck.judge.derived import run_checks
 
 
 def diagnose_lines(*lines: str) -> dict:
@@ -277,7 +277,7 @@ def test_enomem_counts_only_on_efa():
 
 
 def test_a_check_that_breaks_is_counted_not_raised(monkeypatch):
-    from ncclcheck.signatures import derived
+    from ncclcheck.judge import derived
 
     def broken(state):
         raise ValueError("boom")

@@ -9,7 +9,7 @@ from ncclcheck.diagnose import build_document, diagnose_files
 from ncclcheck.logparse import state as state_mod
 from ncclcheck.logparse.state import LogState
 from ncclcheck.schema import check
-from ncclcheck.signatures.derived import run_checks
+from ncclcheck.judge.derived import run_checks
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 

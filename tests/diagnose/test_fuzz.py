@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ncclcheck.diagnose import Wanted, build_document, diagnose_files
 from ncclcheck.logparse.state import LogState
-from ncclcheck.signatures.derived import run_checks
+from ncclcheck.judge.derived import run_checks
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
 ALPHABET = " :[]<>/=.,-_()'\"0123456789abcdefxNCLIFOWARN\t\r\x1b|%#"

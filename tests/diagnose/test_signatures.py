@@ -278,7 +278,7 @@ def test_every_knowledge_base_row_is_listed():
 @pytest.mark.parametrize("row", sorted(KNOWLEDGE_ROWS))
 def test_knowledge_base_row_has_a_signature_with_cause_fix_and_citation(row):
     from ncclcheck.diagnose import build_document
-    from ncclcheck.signatures.derived import run_checks
+    from ncclcheck.judge.derived import run_checks
 
     lines, fid = KNOWLEDGE_ROWS[row]
     state = LogState()

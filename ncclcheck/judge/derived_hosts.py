@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.logparse.version_hints import show, version_in
-from ncclcheck.signatures.derived_base import _raise, plural
+from ncclcheck.judge.derived_base import _raise, plural
 
 #: RDMA device name prefix -> what it is (rdma-core provider names, as /sys/class/infiniband shows).
 VENDORS = (

@@ -25,13 +25,13 @@ from typing import Iterable
 
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
-from ncclcheck.signatures.derived_base import (  # noqa: F401 - plural, multi_node re-exported
+from ncclcheck.judge.derived_base import (  # noqa: F401 - plural, multi_node re-exported
     _by_host,
     _raise,
     multi_node,
     plural,
 )
-from ncclcheck.signatures.derived_hosts import (
+from ncclcheck.judge.derived_hosts import (
     check_gdr_hosts,
     check_mixed_vendors,
     check_version_hints,

@@ -24,7 +24,7 @@ from typing import Any
 from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState
-from ncclcheck.signatures.derived_base import _raise
+from ncclcheck.judge.derived_base import _raise
 
 
 def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
