@@ -1,5 +1,5 @@
 """The ``ncclcheck bench`` command line (registered on the group in :mod:`ncclcheck.cli`):
-parse, call :func:`ncclcheck.bench.command.run_command`, render. No logic here."""
+parse, call :func:`ncclcheck.benchcmd.run_command`, render. No logic here."""
 
 from __future__ import annotations
 
@@ -98,7 +98,8 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
       ncclcheck bench --import all_reduce_perf.log --json
       ncclcheck bench --pairwise --hostfile hosts -e 64M  # which node or link is slow
     """
-    from ncclcheck.bench.command import BenchRequest, run_command
+    from ncclcheck.bench.command import BenchRequest
+    from ncclcheck.benchcmd import run_command
 
     request = BenchRequest(
         op=op, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor,

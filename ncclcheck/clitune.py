@@ -55,7 +55,7 @@ def tune(obj: Any, output: str | None, as_json: bool, doc_path: str | None, quie
       salloc -N2 ncclcheck tune --budget 5m -o nccl.env
       ncclcheck report tune.json -o report.html        # the candidates side by side
     """
-    from ncclcheck.cli import emit
+    from ncclcheck.clibase import emit
     from ncclcheck.render.tune import progress_for, render_summary
     from ncclcheck.schema import dumps, write_atomic
     from ncclcheck.tune.command import TuneRequest, tune as run_tune

@@ -123,11 +123,3 @@ def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
         click.echo(text, nl=False)
         if req.output and req.output != "-" and to_file:
             err.print(f"bench document written to {req.output}", highlight=False)
-
-
-def run_command(req: BenchRequest, out: Any, err: Any) -> None:
-    """Compatibility for callers of the old place: the command, which draws, lives above render/
-    in :mod:`ncclcheck.benchcmd` (bench/ measures and never imports render/)."""
-    from ncclcheck.benchcmd import run_command as run
-
-    run(req, out, err)
