@@ -18,56 +18,16 @@ Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S INPUT; getent ho
 
 from __future__ import annotations
 
-import ipaddress
 import re
-import socket
-import struct
 from typing import Any, Optional
 
 from ncclcheck.host import Host
 from ncclcheck.probes.network import natural_key, parse_int
+from ncclcheck.probes.network_routes import parse_routes
 
 SYSCTLS = ("rp_filter", "arp_ignore", "arp_announce")
-_RTF_UP, _RTF_REJECT = 0x0001, 0x0200
 _NFT_CHAIN = re.compile(r"^\s*chain\s+(\S+)\s*\{")
 _NFT_HOOK = re.compile(r"type\s+filter\s+hook\s+input\b.*?policy\s+(\w+)")
-
-
-def parse_routes(text: Optional[str]) -> list[dict[str, Any]]:
-    """Every usable IPv4 route of ``/proc/net/route`` (hex, addresses little-endian).
-
-    As on node2 of the namespace fleet of tests/rules/test_rules_netns.py, with a second NIC in
-    eth0's subnet (the case of NVIDIA/nccl#1581: two routes to one subnet):
-
-    >>> text = ("Iface\\tDestination\\tGateway \\tFlags\\tRefCnt\\tUse\\tMetric\\tMask\\t\\tMTU\\t"
-    ...         "Window\\tIRTT\\n"
-    ...         "eth0\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
-    ...         "eth9\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
-    ...         "eth0\\t00000000\\t010012C6\\t0003\\t0\\t0\\t100\\t00000000\\t0\\t0\\t0\\n")
-    >>> [(r["interface"], r["destination"], r["gateway"], r["metric"]) for r in parse_routes(text)]
-    [('eth0', '198.18.0.0/24', None, 0), ('eth9', '198.18.0.0/24', None, 0), \
-('eth0', '0.0.0.0/0', '198.18.0.1', 100)]
-    >>> parse_routes("garbage\\nx y z"), parse_routes(None)
-    ([], [])
-    """
-    routes = []
-    for line in (text or "").splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 8:
-            continue
-        try:
-            dest, gateway, flags = int(fields[1], 16), int(fields[2], 16), int(fields[3], 16)
-            metric, mask = int(fields[6]), int(fields[7], 16)
-            net = ipaddress.IPv4Network((socket.inet_ntoa(struct.pack("<I", dest)),
-                                         socket.inet_ntoa(struct.pack("<I", mask))), strict=False)
-        except (ValueError, struct.error):
-            continue
-        if not flags & _RTF_UP or flags & _RTF_REJECT:
-            continue
-        routes.append({"interface": fields[0], "destination": str(net),
-                       "gateway": socket.inet_ntoa(struct.pack("<I", gateway)) if gateway else None,
-                       "metric": metric})
-    return routes
 
 
 def parse_iptables_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:

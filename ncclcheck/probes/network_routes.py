@@ -13,6 +13,43 @@ from ncclcheck.probes.network_types import DefaultRoute
 _RTF_UP, _RTF_REJECT = 0x0001, 0x0200
 
 
+def parse_routes(text: Optional[str]) -> list[dict[str, Any]]:
+    """Every usable IPv4 route of ``/proc/net/route`` (hex, addresses little-endian).
+
+    As on node2 of the namespace fleet of tests/rules/test_rules_netns.py, with a second NIC in
+    eth0's subnet (the case of NVIDIA/nccl#1581: two routes to one subnet):
+
+    >>> text = ("Iface\\tDestination\\tGateway \\tFlags\\tRefCnt\\tUse\\tMetric\\tMask\\t\\tMTU\\t"
+    ...         "Window\\tIRTT\\n"
+    ...         "eth0\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
+    ...         "eth9\\t000012C6\\t00000000\\t0001\\t0\\t0\\t0\\t00FFFFFF\\t0\\t0\\t0\\n"
+    ...         "eth0\\t00000000\\t010012C6\\t0003\\t0\\t0\\t100\\t00000000\\t0\\t0\\t0\\n")
+    >>> [(r["interface"], r["destination"], r["gateway"], r["metric"]) for r in parse_routes(text)]
+    [('eth0', '198.18.0.0/24', None, 0), ('eth9', '198.18.0.0/24', None, 0), \
+('eth0', '0.0.0.0/0', '198.18.0.1', 100)]
+    >>> parse_routes("garbage\\nx y z"), parse_routes(None)
+    ([], [])
+    """
+    routes = []
+    for line in (text or "").splitlines()[1:]:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        try:
+            dest, gateway, flags = int(fields[1], 16), int(fields[2], 16), int(fields[3], 16)
+            metric, mask = int(fields[6]), int(fields[7], 16)
+            net = ipaddress.IPv4Network((socket.inet_ntoa(struct.pack("<I", dest)),
+                                         socket.inet_ntoa(struct.pack("<I", mask))), strict=False)
+        except (ValueError, struct.error):
+            continue
+        if not flags & _RTF_UP or flags & _RTF_REJECT:
+            continue
+        routes.append({"interface": fields[0], "destination": str(net),
+                       "gateway": socket.inet_ntoa(struct.pack("<I", gateway)) if gateway else None,
+                       "metric": metric})
+    return routes
+
+
 def parse_proc_route(text: Optional[str]) -> list[DefaultRoute]:
     """Default routes of ``/proc/net/route`` (main table; hex, addresses little-endian).
 
@@ -27,21 +64,9 @@ def parse_proc_route(text: Optional[str]) -> list[DefaultRoute]:
     >>> parse_proc_route("garbage\\nx y z"), parse_proc_route(None)
     ([], [])
     """
-    routes: list[DefaultRoute] = []
-    for line in (text or "").splitlines()[1:]:
-        fields = line.split()
-        if len(fields) < 8:
-            continue
-        try:
-            dest, gateway, flags = int(fields[1], 16), int(fields[2], 16), int(fields[3], 16)
-            metric, mask = int(fields[6]), int(fields[7], 16)
-        except ValueError:
-            continue
-        if dest or mask or not flags & _RTF_UP or flags & _RTF_REJECT:
-            continue
-        gw = socket.inet_ntoa(struct.pack("<I", gateway)) if gateway else None
-        routes.append({"family": "inet", "interface": fields[0], "gateway": gw, "metric": metric})
-    return routes
+    return [{"family": "inet", "interface": route["interface"], "gateway": route["gateway"],
+             "metric": route["metric"]}
+            for route in parse_routes(text) if route["destination"] == "0.0.0.0/0"]
 
 
 def parse_ipv6_route(text: Optional[str]) -> list[DefaultRoute]:
