@@ -36,8 +36,9 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                      "rendezvous hosted here by name (MASTER_ADDR=$(hostname), torchrun "
                      "--rdzv-endpoint, Gloo) binds or advertises loopback, and peers cannot "
                      "connect"),
-            fix=(f"Map {name} to this node's cluster address in /etc/hosts (replace the "
-                 "127.0.1.1 line Debian/Ubuntu installers write), or use an IP for MASTER_ADDR"),
+            fix=(f"Map {name} to this node's cluster address in /etc/hosts (replace its "
+                 "loopback line, e.g. the 127.0.1.1 one Debian/Ubuntu installers write), or use "
+                 "an IP for MASTER_ADDR"),
             evidence={"netpath.resolve": res})]
     return []
 
