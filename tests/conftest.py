@@ -22,6 +22,14 @@ def pytest_addoption(parser):
                      help="Rewrite golden files from the current output.")
 
 
+@pytest.fixture(autouse=True)
+def _private_tmpdir(tmp_path_factory, monkeypatch):
+    """Each test's child processes (ncclcheck, torchrun, srun's tasks) get a TMPDIR of their own
+    under pytest's folder: rank logs a failing run keeps on purpose, and torch's
+    ``torchelastic_*`` folders, land there instead of in the TMPDIR that .ci/run checks."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path_factory.mktemp("tmpdir")))
+
+
 @pytest.fixture
 def update_golden(request):
     return request.config.getoption("--update-golden")
