@@ -86,7 +86,7 @@ slurm = impl.netns_slurm
 
 
 @pytest.fixture(scope="module")
-def slurm_cluster(make_cluster):
+def slurm_cluster(make_cluster, tmp_path_factory):
     """A 2-node cluster (400 Mbit/s links) with real Slurm: ``(cluster, env)``, where ``env``
     has ``SLURM_CONF`` for srun/salloc/scontrol. Node names resolve nowhere but in Slurm's
     NodeAddr. Skips, saying why, when Slurm or munge is not installed (CI: fails instead)."""
@@ -97,5 +97,8 @@ def slurm_cluster(make_cluster):
         pytest.skip(f"not installed: {', '.join(missing)} ({slurm.INSTALL})")
     c = make_cluster(2, rate="400mbit", fresh=True)
     slurm.start(c.state)
-    yield c, slurm.client_env(c.state_dir)
+    env = slurm.client_env(c.state_dir)
+    # srun hands its environment to the tasks: their kept rank logs go under pytest's folder
+    env["TMPDIR"] = str(tmp_path_factory.mktemp("slurm-tmpdir"))
+    yield c, env
     slurm.stop(c.state)
