@@ -19,9 +19,7 @@ are still to be followed, takes the line-by-line path.
 
 from __future__ import annotations
 
-import gzip
 import io
-import zlib
 from typing import BinaryIO, Callable, Iterator, Mapping, Optional, Union
 
 from ncclcheck.logparse import reader
@@ -206,16 +204,7 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
 
     for k in keys:
         _GATES.setdefault(k, gates(k))
-    read = getattr(stream, "read1", stream.read)
-    while True:
-        try:
-            chunk = read(reader.CHUNK_BYTES)
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            stats.error = f"read stopped: {exc}"
-            break
-        if not chunk:
-            break
-        stats.bytes += len(chunk)
+    for chunk in reader.read_chunks(stream, stats):
         if dropping:                                     # the rest of an over-long line
             cut = chunk.find(b"\n")
             if cut < 0:

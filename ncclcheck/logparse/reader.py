@@ -179,6 +179,30 @@ def open_source(path: str, stdin: Optional[BinaryIO] = None) -> Source:
     return Source(stream, stats, closers)
 
 
+def read_chunks(stream: BinaryIO, stats: InputStats) -> Iterator[bytes]:
+    """``stream`` in chunks of :data:`CHUNK_BYTES`, counted in ``stats.bytes``; a read that fails
+    ends the chunks and is said in ``stats.error``.
+
+    read1: one underlying read at a time, so a stream that breaks off (a truncated gzip) hands
+    over everything decoded before the break instead of losing the last chunk with the error.
+
+    >>> s = InputStats("t")
+    >>> list(read_chunks(io.BytesIO(b"abc"), s)), s.bytes, s.error
+    ([b'abc'], 3, None)
+    """
+    read = getattr(stream, "read1", stream.read)
+    while True:
+        try:
+            chunk = read(CHUNK_BYTES)
+        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            stats.error = f"read stopped: {exc}"
+            return
+        if not chunk:
+            return
+        stats.bytes += len(chunk)
+        yield chunk
+
+
 def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bool] = bool,
                always: bytes = b"\n") -> Iterator[tuple[int, bytes]]:
     """Yield ``(line_number, line)`` for each line for which ``wanted(line)`` is true.
@@ -197,18 +221,7 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     carry = b""
     dropping = False          # inside an over-long line: skip bytes up to the next newline
     limit = MAX_LINE_BYTES
-    # read1: one underlying read at a time, so a stream that breaks off (a truncated gzip) hands
-    # over everything decoded before the break instead of losing the last chunk with the error.
-    read = getattr(stream, "read1", stream.read)
-    while True:
-        try:
-            chunk = read(CHUNK_BYTES)
-        except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
-            stats.error = f"read stopped: {exc}"
-            break
-        if not chunk:
-            break
-        stats.bytes += len(chunk)
+    for chunk in read_chunks(stream, stats):
         if dropping:
             cut = chunk.find(b"\n")
             if cut < 0:
