@@ -48,6 +48,11 @@ CONTAINER_ID = re.compile(r"(?<![0-9A-Fa-f])[0-9a-f]{64}(?![0-9A-Fa-f])")
 V6 = re.compile(r"(?<![\w:.])(?:(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f]{1,4}"
                 r"|[0-9A-Fa-f:]*::[0-9A-Fa-f:]*)(?![\w:.])")
 SERIAL = re.compile(r'("serial(?:_number)?"\s*:\s*")([^"]+)(")', re.I)
+#: Serial numbers as ``nvidia-smi -q`` prints them (``    Serial Number   : 1653425085064``, found
+#: by scripts/device-check in a recording of an H200), and as ``nvidia-smi -q -x`` writes them
+#: (``<serial>1653425085064</serial>``). ``N/A`` stays.
+SERIAL_LINE = re.compile(r"(?im)^([ \t]*[\w ]*Serial Number[ \t]*:[ \t]*)(?!N/A\b)(\S[^\r\n]*?)()[ \t]*$")
+SERIAL_XML = re.compile(r"(?i)(<\w*serial(?:_number)?>)(?!N/A<)([^<]+)(</)")
 #: The server of a network filesystem in the first field of a /proc/mounts line
 #: (``server:/export``, ``mgs@tcp:/lustre``, ``//server/share``).
 MOUNT_SERVER = re.compile(r"^(//)?([A-Za-z][\w.-]*)(?=(?:@\w+)?:/|/)", re.M)
@@ -227,6 +232,9 @@ class Scrubber:
         'fe80::1/64 ::1 2001:db8:0:1::2'
         >>> s("0::/kubepods-besteffort-pod3f1b7c9e_5a2d_4e8f_9b61_0c7d2e4a8f13.slice")
         '0::/kubepods-besteffort-pod00000000_0000_0000_0000_000000000001.slice'
+        >>> s("    Serial Number            : 1653425085064\\n    Chassis Serial Number : N/A\\n"
+        ...   "<serial>1653425085064</serial><chassis_serial_number>N/A</chassis_serial_number>")
+        '    Serial Number            : scrubbed\\n    Chassis Serial Number : N/A\\n<serial>scrubbed</serial><chassis_serial_number>N/A</chassis_serial_number>'
         """
         for name, alias in self.hostnames.items():
             text = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", alias, text)
@@ -239,7 +247,8 @@ class Scrubber:
         text = GUID.sub(lambda m: self._guid(m.group(0)), text)
         text = MAC.sub(self._mac, text)
         text = IPV4.sub(lambda m: self.v4(m.group(0)), text)
-        text = SERIAL.sub(lambda m: m.group(1) + "scrubbed" + m.group(3), text)
+        for pattern in (SERIAL, SERIAL_LINE, SERIAL_XML):
+            text = pattern.sub(lambda m: m.group(1) + "scrubbed" + m.group(3), text)
         return text
 
     def file(self, path: str, text: str) -> str:
