@@ -248,3 +248,18 @@ def test_scrubber_hides_the_user_name_of_a_home_directory():
         "/home/user/.nccl.conf home/user/venv /home/alicex /srv/alice"
     s.add_home("/root")
     assert s.user == "alice"
+
+
+def test_no_recorded_host_keeps_a_serial_number():
+    """scripts/device-check found `record` keeping an H200's serial in nvidia-smi -q's text."""
+    import re
+    from pathlib import Path
+
+    from ncclcheck.record import Scrubber
+
+    hosts = Path(__file__).parent / "fixtures" / "hosts"
+    leaks = [str(p) for p in hosts.rglob("*") if p.is_file() and p.suffix in (".txt", ".xml")
+             and re.search(r"Serial Number\s*:\s*\d{6,}|<serial>\d{6,}<", p.read_text("latin-1"))]
+    assert leaks == []
+    real = "    Serial Number                                      : 1653425085064\n"
+    assert "1653425085064" not in Scrubber()(real)
