@@ -135,6 +135,8 @@ def test_several_versions_name_what_torch_and_other_programs_load():
                         "gpu-nic-affinity": "warning", "gpu-cuda-driver-too-old": "warning"}),
     ("cloud-vm-1nic", {"limits-shm-too-small": "error"}),
     ("this-machine", {}),
+    # a real H200 VM: a system 2.28.3 beside torch's 2.28.9 wheel (patch level only: info)
+    ("h200-vm-1gpu", {"nccl-version-multiple": "info", "host-hostname-loopback": "warning"}),
 ])
 def test_recorded_hosts_get_exactly_their_findings(host, expected):
     doc = probe.collect_facts(RecordedHost(HOSTS / host))

@@ -30,8 +30,15 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     listing = ", ".join(f"{lib['version']} ({lib['path']})"
                         for lib in sorted((lib for lib in libs if lib.get("version")),
                                           key=lambda lib: version_tuple(lib["version"]) or ()))
+    # Versions that differ only in their patch level (2.28.3 and 2.28.9, seen on an H200 VM whose
+    # image holds a system libnccl beside torch's wheel) share the release's defaults and wire
+    # protocol: worth knowing, not a warning. Minor releases change defaults.
+    minors = {version_tuple(v)[:2] for v in versions if version_tuple(v)}
+    patch_only = len(minors) == 1 and bool(loads.get("version"))
     return [Finding(
-        message=f"{len(versions)} NCCL versions on this node: {listing}{which}",
+        severity=Severity.INFO if patch_only else None,
+        message=f"{len(versions)} NCCL versions on this node: {listing}{which}"
+                + ("; they differ only in the patch level" if patch_only else ""),
         evidence={"nccl.libraries": [{k: lib.get(k) for k in ("path", "version")}
                                      for lib in libs],
                   "nccl.torch_loads": loads, "nccl.system_loads": system},
