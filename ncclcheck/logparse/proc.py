@@ -137,7 +137,7 @@ class FindingAcc:
     """A finding being accumulated while the log streams by."""
 
     __slots__ = ("sig", "count", "evidence", "hosts", "ranks", "variants", "severity", "detail",
-                 "message")
+                 "message", "title")
 
     def __init__(self, sig: Signature) -> None:
         self.sig = sig
@@ -149,6 +149,7 @@ class FindingAcc:
         self.severity: Optional[str] = None      # the worst severity of the occurrences
         self.detail: Optional[Detail] = None
         self.message: Optional[str] = None       # set by whole-log checks
+        self.title: Optional[str] = None         # set by checks whose input is not a log line
 
     def add(self, detail: Detail, ev: Optional[dict[str, Any]], host: Optional[str],
             rank: Optional[int]) -> None:
@@ -181,7 +182,7 @@ class FindingAcc:
             message += " (also: " + ", ".join(
                 f"{v} x{n}" for v, n in self.variants.items() if v != detail.variant) + ")"
         return {
-            "id": sig.id, "title": sig.title, "severity": self.severity or sig.severity,
+            "id": sig.id, "title": self.title or sig.title, "severity": self.severity or sig.severity,
             "message": message,
             "cause": detail.cause or sig.cause, "fix": detail.fix or sig.fix, "docs": sig.docs,
             "evidence": self.evidence, "hosts": sorted(self.hosts), "ranks": sorted(self.ranks),

@@ -49,6 +49,8 @@ _BULK_CHARS = ("C", "R", "T")
 BENIGN_WARN_PREFIXES = ("[Proxy Service", "Socket recv failed", "[Service thread]",
                         "lib wrapper not initialized")
 _DIGITS = re.compile(r"\d+")
+#: a shell assignment of an NCCL variable: ``export NCCL_IB_GID_INDEX=4``, ``NCCL_DEBUG=INFO torchrun``.
+_EXPORT = re.compile(r"(?<![\w$])(NCCL_[A-Z0-9_]{1,48})=[\"']?([^\s\"';]{1,128})")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
@@ -64,6 +66,7 @@ class LogState(FactsMixin):
         self.rdma_evidence: dict[Optional[str], list[dict[str, Any]]] = {}  # host -> lines
         self.rdma_devices: dict[Optional[str], set[str]] = {}             # host -> names
         self.env_evidence: dict[str, dict[str, Any]] = {}   # "NAME=value" -> first line
+        self.exported: dict[str, tuple[str, dict[str, Any]]] = {}  # shell "NCCL_X=v" -> value, line
         self.host_labels: set[str] = set()                  # launcher host labels seen on NCCL lines
         self.parse_errors = 0
         self.first_parse_error: Optional[str] = None
@@ -262,6 +265,9 @@ class LogState(FactsMixin):
             if fact is not None:
                 self._text_version(fact, proc or self._last_proc.get(file), file, lineno, text,
                                    line)
+        if "NCCL_" in text and "=" in text and len(self.exported) < MAX_LIST:
+            for name, value in _EXPORT.findall(text):   # export NCCL_IB_GID_INDEX=4 (a pasted script)
+                self.exported.setdefault(name, (value, evidence(file, lineno, line)))
         if "mlx" in text or "infiniband" in text:
             m = RDMA_DEVICE.search(text)
             if m:

@@ -140,3 +140,37 @@ def test_nccl_tests_wrong_values_and_zero_busbw(tmp_path):
     found = {f["id"]: f for f in doc["findings"]}
     assert found["log-nccl-tests-wrong"]["message"] == "nccl-tests: 3 wrong values, from 1048576 bytes on"
     assert "busbw is 0 in every row while algbw reaches 0.24 GB/s" in found["log-nccl-tests-one-rank"]["message"]
+
+
+# -- issue 27 item 12: a paste's finding is titled by what the paste shows -------------------------
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_paste_titles_do_not_contradict_their_bodies(name):
+    """The line signatures' titles describe log lines ("ibv_modify_qp rejected the address", "P2P
+    disabled between NVLink-connected GPUs"); a finding read from a pasted table has its own."""
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    from ncclcheck.signatures import BY_ID
+    for f in doc["findings"]:
+        if f["id"] in ("ib-roce-gid-index", "gpu-p2p-unsupported", "cluster-ib-ports-down",
+                       "ib-gdr-not-ready", "ib-hca-select", "net-socket-ifname"):
+            assert f["title"] != BY_ID[f["id"]].title, (name, f["title"])
+    titles = {f["id"]: f["title"] for f in doc["findings"]}
+    assert "ibv_modify_qp" not in titles.get("ib-roce-gid-index", "")
+    assert "NVLink-connected" not in titles.get("gpu-p2p-unsupported", "")
+
+
+@pytest.mark.parametrize("name,index", [("show-gids-container-index7-tabs", 7),
+                                        ("show-gids-index3-prompt-indented", 3)])
+def test_gid_evidence_is_the_row_of_the_index_meant(name, index):
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    (f,) = [f for f in doc["findings"] if f["id"] == "ib-roce-gid-index"]
+    assert f["evidence"][0]["text"].split()[2] == str(index), f["evidence"][0]
+
+
+def test_gid_index_set_to_the_v1_entry_is_a_warning_with_both_rows():
+    doc = diagnose_files([str(PASTED / "show-gids-index5-v1-set.txt")])
+    (f,) = [f for f in doc["findings"] if f["id"] == "ib-roce-gid-index"]
+    assert f["severity"] == "warning"
+    texts = [e["text"] for e in f["evidence"]]
+    assert texts[0] == "export NCCL_IB_GID_INDEX=4"
+    assert [t.split()[2] for t in texts[1:3]] == ["4", "5"]
+    assert "NCCL_IB_GID_INDEX=5" in f["fix"]
