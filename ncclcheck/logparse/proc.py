@@ -156,9 +156,11 @@ class FindingAcc:
         """Count one more occurrence."""
         self.count += 1
         severity = detail.severity or self.sig.severity
-        if self.detail is None or self._rank(severity) > self._rank(
-                self.detail.severity or self.sig.severity):
-            self.detail = detail          # the worst occurrence speaks for the finding
+        current = self._rank(self.detail.severity or self.sig.severity) if self.detail else -1
+        if self._rank(severity) > current or (
+                self._rank(severity) == current and detail.cause and not self.detail.cause
+                and not self.detail.fix):  # type: ignore[union-attr]
+            self.detail = detail          # the worst occurrence speaks, the most specific first
         if self.severity is None or self._rank(severity) > self._rank(self.severity):
             self.severity = severity
         if detail.variant and (detail.variant in self.variants or len(self.variants) < 10):
