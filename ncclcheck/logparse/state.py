@@ -59,7 +59,6 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 #: a timestamp at the start of a line, as :mod:`~ncclcheck.logparse.prefix` strips it (its
 #: ``stamp`` alternative, on bytes): the only prefix that differs on every line of a process.
 _STAMP = re.compile(rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
-_DIGIT_OR_BRACKET = frozenset(b"[0123456789")
 
 
 def head_key(raw: bytes, cut: int) -> bytes:
@@ -73,7 +72,8 @@ def head_key(raw: bytes, cut: int) -> bytes:
     >>> head_key(b"2026-11-26T12:00:01.5Z h:1:2 [0] NCCL INFO x", 32), head_key(b"h:1:2 [0] NCCL INFO x", 9)
     (b'\\x00h:1:2 [0]', b'h:1:2 [0]')
     """
-    if raw[:1] and raw[0] in _DIGIT_OR_BRACKET:
+    c = raw[0] if raw else 0
+    if 48 <= c <= 57 or (c == 91 and 48 <= (raw[1] if len(raw) > 1 else 0) <= 57):   # 2 or [2
         m = _STAMP.match(raw, 0, cut)
         if m is not None:
             return b"\0" + raw[m.end():cut]
