@@ -7,8 +7,7 @@ Findings, under the ids the rules use for the same problems:
 
 * ``ib-gdr-not-ready`` / ``gpu-p2p-unsupported`` (info): from ``nvidia-smi topo -m``, GPUs whose
   NICs are all beyond PXB, and GPU pairs that talk over PCIe (the ACS/IOMMU advice);
-* ``net-socket-ifname``: what the rule itself recommends from pasted ``ip addr`` output (a docker
-  or ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set);
+* ``net-socket-ifname``: from pasted ``ip addr`` output, in :mod:`ncclcheck.judge.pasted_ip`;
 
 * ``cluster-ib-ports-down``: a port that is not ACTIVE (DOWN, INIT, Disabled, Polling), named;
 * ``ib-hca-select``: ACTIVE ports at different rates (NCCL runs every ring at the slowest);
@@ -25,6 +24,7 @@ from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState
 from ncclcheck.judge.derived_base import _raise
+from ncclcheck.judge.pasted_ip import _acc_hosts, check_interfaces
 
 
 def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -33,15 +33,9 @@ def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
             "sections": {"ib": {"status": "ok", "data": {"devices": devices}}}}
 
 
-def _acc_hosts(acc: Any, hosts: list[str]) -> None:
-    for h in hosts:
-        if h != "pasted" and len(acc.hosts) < 256:
-            acc.hosts.add(h)
-
-
 def check_pasted(state: LogState, pasted: Pasted) -> None:
     """Raise the findings the pasted output shows."""
-    _interfaces(state, pasted)
+    check_interfaces(state, pasted)
     check_topology(state, pasted)
     check_nccl_tests(state, pasted)
     by_host = pasted.ib.devices()
@@ -51,30 +45,6 @@ def check_pasted(state: LogState, pasted: Pasted) -> None:
     _ports_down(state, pasted.ib, by_host, what)
     _rates(state, pasted.ib, by_host, what)
     _gid_index(state, pasted.ib, by_host, what)
-
-
-def _interfaces(state: LogState, pasted: Pasted) -> None:
-    """``net-socket-ifname`` as the rule itself says it, over the interfaces ``ip`` showed."""
-    nodes = pasted.ip.facts()
-    if not nodes:
-        return
-    from ncclcheck.rules import net_socket_ifname   # the rules load on a paste only (start-up)
-    from ncclcheck.rules.engine import evaluate
-
-    result = evaluate([net_socket_ifname.RULE], nodes)
-    what = "/".join(sorted(pasted.ip.kinds))
-    for f in result["findings"]:
-        hosts = [h for h in f["hosts"] if h != "pasted"]
-        value = f["env"].get("NCCL_SOCKET_IFNAME")
-        if not value:
-            continue        # "no usable interface": a paste may simply be cut before it
-        acc = _raise(state, "net-socket-ifname", f"{what}: {f['message']}", [],
-                     [pasted.ip.kinds[k] for k in sorted(pasted.ip.kinds)][:2],
-                     severity=f["severity"] if f["severity"] in ("error", "warning") else "info",
-                     title="the NCCL_SOCKET_IFNAME to set, read from the pasted interfaces",
-                     cause=f["why"],
-                     fix=(f"Set NCCL_SOCKET_IFNAME={value} on every node." if value else f["fix"]))
-        _acc_hosts(acc, hosts)
 
 
 def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],

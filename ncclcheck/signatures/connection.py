@@ -87,10 +87,13 @@ def connect_words(reason: str, peer: Optional[str]) -> tuple[str, str]:
                 "Set NCCL_SOCKET_IFNAME to the data NIC on every node (and NCCL_SOCKET_FAMILY=AF_INET "
                 "when only IPv6 link-local addresses are on it).")
     if kind == "docker":
-        return (f"The peer advertised docker0's bridge address ({peer}): every host has its own "
-                "172.17.0.0/16, so the address is not the peer's from here.",
-                "Set NCCL_SOCKET_IFNAME to the host NIC (e.g. NCCL_SOCKET_IFNAME=^docker0,lo or the "
-                "NIC's name), or run the containers with --network=host.")
+        return (f"The peer advertised an address on docker's default bridge network ({peer}): "
+                "every host has its own 172.17.0.0/16 behind NAT, so from another host that "
+                "address is not the peer's (a container without --network=host, or NCCL picking "
+                "docker0 on the host).",
+                "Run the containers with --network=host (or give them addresses routable between "
+                "hosts: macvlan, SR-IOV) and set NCCL_SOCKET_IFNAME to that interface; on the "
+                "host, keep docker0 out (NCCL_SOCKET_IFNAME=^docker0,lo or the NIC's name).")
     if reason in ("No route to host", "Network is unreachable"):
         errno = "EHOSTUNREACH" if reason.startswith("No route") else "ENETUNREACH"
         return (f"{reason} ({errno}): no route from this node to{where}: the peer advertised an "
