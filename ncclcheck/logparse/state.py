@@ -58,6 +58,7 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 #: a timestamp at the start of a line, as :mod:`~ncclcheck.logparse.prefix` strips it (its
 #: ``stamp`` alternative, on bytes): the only prefix that differs on every line of a process.
+_STAMP_FIRST = frozenset(b"[0123456789")
 _STAMP = re.compile(rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
 
 
@@ -192,7 +193,9 @@ class LogState(FactsMixin):
         """
         cut = raw.find(b" NCCL INFO ") if self.fast else -1
         if cut > 0:
-            proc = self._heads.get(head_key(raw, cut))
+            proc = self._heads.get(raw[:cut])
+            if proc is None and raw[0] in _STAMP_FIRST:
+                proc = self._heads.get(head_key(raw, cut))
             if proc is not None and b"\r" not in raw:
                 body = raw[cut + 11:]
                 if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on the raw bytes
