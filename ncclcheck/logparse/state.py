@@ -109,6 +109,7 @@ class LogState(FactsMixin):
         self._by_rank: dict[tuple[Optional[str], int], Proc] = {}  # launcher (host, rank) -> proc
         self._heads: dict[bytes, Proc] = {}                 # bytes before " NCCL INFO " -> proc
         self._facts: dict[str, Any] = {}                    # memo of parse_info for Channel lines
+        self._quiet: set[bytes] = set()                     # INFO messages that only count a line
         self._overflow = Proc("(more processes)")
 
     # -- attribution ---------------------------------------------------------------------------
@@ -210,8 +211,15 @@ class LogState(FactsMixin):
                         except Exception as exc:  # noqa: BLE001 - see feed()
                             self._parse_error(file, lineno, exc)
                     return
+                if body in self._quiet:   # "Connected all rings", "threadThresholds ...": nothing
+                    proc.lines += 1
+                    self._last_proc[file] = proc
+                    return
                 try:                       # the whole line is decoded only if kept as evidence
-                    self._info(proc, raw[cut + 11:].decode("utf-8", "replace"), file, lineno, raw)
+                    if self._info(proc, body.decode("utf-8", "replace"), file, lineno, raw):
+                        if len(self._quiet) >= MAX_FACT_MEMO:
+                            self._quiet.clear()
+                        self._quiet.add(body)
                 except Exception as exc:  # noqa: BLE001 - see feed()
                     self._parse_error(file, lineno, exc)
                 return
@@ -274,8 +282,11 @@ class LogState(FactsMixin):
         self._facts[key] = fact
         return fact
 
-    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> None:
-        """One INFO message of a known process: facts, RDMA markers, INFO-scope signatures."""
+    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> bool:
+        """One INFO message of a known process: facts, RDMA markers, INFO-scope signatures.
+        True when the message is quiet: no fact, no marker, no INFO-scope signature looks at it,
+        so the same message from any process only counts a line (memoised by
+        :meth:`feed_bytes`)."""
         proc.lines += 1
         self._last_proc[file] = proc
         if msg[:1] in _BULK_CHARS:                       # Channel/Ring/Trees: the bulk, memoised
@@ -284,12 +295,16 @@ class LogState(FactsMixin):
                 fact = self._remember(msg, msg)
         else:
             fact = parse_info(msg)
+        quiet = fact is None
         if fact is not None:
             self._apply(proc, fact, file, lineno, line)  # type: ignore[arg-type]
         if msg.startswith(_MARKER_STARTS) or "ibverbs" in msg or "ibv_open" in msg:
             self._rdma_markers(proc, msg, file, lineno, line)
+            quiet = False
         if msg.startswith(INFO_STARTS):
             self._match(INFO_SIGNATURES, msg, proc, file, lineno, line)
+            quiet = False
+        return quiet
 
     def _text_line(self, prefix: Prefix, text: str, file: str, lineno: int, line: str) -> None:
         """A line that is not an NCCL debug line (``text`` without launcher prefixes)."""
