@@ -16,6 +16,13 @@ flat while the size grows is what "bounded memory" means for multi-GB logs. Usag
     python scripts/bench-diagnose.py --sizes 2000    # a 2 GB log
     python scripts/bench-diagnose.py --gzip          # also a gzip copy of the largest log
     python scripts/bench-diagnose.py --sparse 200    # also a 200 MB log with < 1% NCCL lines
+    python scripts/bench-diagnose.py --sizes '' --every 11 --stamp --sparse 200   # issue 24's logs
+
+``--every N``: a log of the largest ``--sizes`` (200 MB if none) where one line in N is NCCL's
+(issue 24: a long job at NCCL_DEBUG=INFO from 128 ranks, lazily connected channels, new
+communicators, ProcessGroupNCCL lines); ``--stamp`` also times it with a timestamp in front of
+every line. The "NCCL lines/CPU-s" column is NCCL lines (the diagnosis' ``nccl_lines``) per CPU
+second of the diagnose process, start-up included, prefilter included.
 
 The sparse log is the shape of issue 13's acceptance: ``diagnose`` must run at >= 0.1x the speed
 of ``grep -c NCCL`` on it (the "x grep" column: wall clock, Python's start-up included; "per
@@ -128,6 +135,92 @@ def make_sparse_log(path: Path, size: int, rnd: random.Random) -> None:
             written += len(text)
 
 
+#: NCCL lines a long job prints after start-up (2.21-2.30 formats): lazily connected p2p channels
+#: (pipeline parallelism), new communicators' summaries, PyTorch's ProcessGroupNCCL lines.
+def mixed_nccl_line(rnd: random.Random, rank: int) -> str:
+    host, dev = HOSTS[rank // 8], rank % 8
+    h = f"[rank{rank}]:{host}:{1000 + dev}:{1061 + dev} [{dev}] NCCL INFO"
+    peer = (rank + 8 * rnd.randrange(1, 16)) % 128
+    comm = f"0x{rnd.getrandbits(44):x}"
+    r = rnd.random()
+    if r < 0.40:
+        return (f"{h} Channel {rnd.randrange(32):02d}/1 : {rank}[{dev}] -> {peer}[{dev}] "
+                f"[{rnd.choice(('send', 'receive'))}] via NET/IB/{dev}/GDRDMA/Shared")
+    if r < 0.48:
+        return f"{h} Channel {rnd.randrange(24):02d}/24 :    " + " ".join(
+            f"{(rank + 8 * k) % 128:3d}" for k in range(16))
+    if r < 0.52:
+        return f"{h} Trees [0] {peer}/-1/-1->{rank}->{(rank + 120) % 128} [1] -1/-1/-1->{rank}->{peer}"
+    if r < 0.58:
+        return f"{h} Connected all rings, use ring PXN 0 GDR 1"
+    if r < 0.62:
+        return f"{h} Connected all trees"
+    if r < 0.66:
+        return f"{h} threadThresholds 8/8/64 | 1024/8/64 | 512 | 512"
+    if r < 0.70:
+        return (f"{h} comm {comm} rank {rank} nRanks 128 nNodes 16 localRanks 8 localRank {dev} "
+                "MNNVL 0")
+    if r < 0.74:
+        return (f"{h} ncclCommInitRank comm {comm} rank {rank} nranks 128 cudaDev {dev} nvmlDev "
+                f"{dev} busId {dev + 1}8000 commId 0x{rnd.getrandbits(60):x} - Init "
+                f"{rnd.choice(('START', 'COMPLETE'))}")
+    if r < 0.77:
+        return (f"{h} Init timings - ncclCommInitRankConfig: rank {rank} nranks 128 total 1.{dev}2 "
+                "(kernels 0.11, alloc 0.02, bootstrap 0.41, allgathers 0.03, topo 0.30, graphs 0.01,"
+                " connections 0.21, rest 0.01)")
+    if r < 0.80:
+        return f"{h} 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer"
+    if r < 0.83:
+        return f"{h} P2P Chunksize set to 131072"
+    if r < 0.86:
+        return f"{h} NCCL_IB_GID_INDEX set by environment to 3"
+    if r < 0.89:
+        return f"{h} Setting affinity for GPU {dev} to ffffffff,00000000,ffffffff"
+    if r < 0.92:
+        return (f"{h} comm {comm} rank {rank} nranks 128 cudaDev {dev} busId {dev + 1}8000 - "
+                "Destroy COMPLETE")
+    if r < 0.96:
+        return (f"[rank{rank}]:[I{rnd.randrange(1000, 1300)} 12:0{dev}:11.{rnd.randrange(10**6)} "
+                f"ProcessGroupNCCL.cpp:{rnd.choice((915, 1003))}] [PG ID {rnd.randrange(9)} PG GUID "
+                f"{rnd.randrange(99)} Rank {rank}] ProcessGroupNCCL initialization options: size: 128,"
+                " global rank: 0, TIMEOUT(ms): 600000")
+    return (f"[rank{rank}]:{host}:{1000 + dev}:{1080 + dev} [{dev}] NCCL INFO [Proxy Progress] "
+            f"Device {dev} CPU core {rnd.randrange(96)}")
+
+
+def make_mixed_log(path: Path, size: int, every: int, seed: int = 1, stamp: bool = False) -> None:
+    """A long job at NCCL_DEBUG=INFO: one line in ``every`` is NCCL's (or PyTorch's ProcessGroupNCCL),
+    the rest training progress; written in blocks so that generation is quick. ``stamp``: every
+    line starts with its own timestamp, as ``kubectl logs --timestamps`` or CloudWatch write it."""
+    rnd = random.Random(seed)
+    block = []
+    for step in range(20000):
+        rank = rnd.randrange(128)
+        if step % every == 0:
+            block.append(mixed_nccl_line(rnd, rank))
+        elif step % 3:
+            block.append(f"[rank{rank}]:step {step} loss {rnd.random():.4f} lr 3.0e-4 tokens/s "
+                         f"{rnd.randrange(10 ** 5, 10 ** 6)} grad_norm {rnd.random():.3f}")
+        else:
+            block.append(f"[rank{rank}]:  {rnd.randrange(100)}%|####      | {step}/1000000 "
+                         "[00:01<00:10, 3.21it/s]")
+    init = "\n".join(f"2026-11-26T00:00:00.{n:06d}Z {line}" if stamp else line
+                     for n, line in enumerate(init_block(rnd))) + "\n"
+    text = "\n".join(block) + "\n"
+    written = 0
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(init)
+        written += len(init)
+        n = 0
+        while written < size:
+            if stamp:             # a different time on every line, as a collector writes it
+                text = "\n".join(f"2026-11-26T{n // 3600 % 24:02d}:{n // 60 % 60:02d}:{n % 60:02d}."
+                                 f"{k:06d}Z {line}" for k, line in enumerate(block)) + "\n"
+                n += 1
+            f.write(text)
+            written += len(text)
+
+
 def timed(argv: list[str]) -> tuple[float, bytes]:
     start = time.perf_counter()
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
@@ -180,9 +273,11 @@ def bench_one(path: Path, label: str, repeat: int = 1) -> dict:
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     doc = json.loads(doc_text)
     lines = sum(i["lines"] for i in doc["inputs"])
-    return {"label": label, "bytes": size, "lines": lines, "grep_s": t_grep, "diag_s": t_diag,
+    nccl = doc["summary"].get("nccl_lines", 0)
+    return {"label": label, "bytes": size, "lines": lines, "nccl_lines": nccl, "grep_s": t_grep, "diag_s": t_diag,
             "grep_mb_s": size / 1e6 / t_grep, "diag_mb_s": size / 1e6 / t_diag,
             "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
+            "cpu_lines_s": nccl / cpu if cpu > 0 else float("nan"),
             "rss_mib": max(rss, before.ru_maxrss) / 1024, "findings": [f["id"] for f in doc["findings"]],
             "grep_count": int(out.strip() or 0)}
 
@@ -193,6 +288,10 @@ def main() -> None:
     ap.add_argument("--gzip", action="store_true", help="also time a gzip copy of the largest log")
     ap.add_argument("--sparse", type=int, default=0, metavar="MB",
                     help="also time a log of this size with under 1%% NCCL lines")
+    ap.add_argument("--every", type=int, default=0, metavar="N",
+                    help="also time a log where one line in N is NCCL's (issue 24: 11)")
+    ap.add_argument("--stamp", action="store_true",
+                    help="with --every: also the same log with a timestamp on every line")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command; the fastest counts")
     args = ap.parse_args()
@@ -220,6 +319,15 @@ def main() -> None:
             r["diag_mb_s"] = r["bytes"] / 1e6 / r["diag_s"]
             r["cpu_mb_s"] = r["cpu_mb_s"] * r["bytes"] / gz.stat().st_size
             results.append(r)
+        for stamp in ((False, True) if args.stamp else (False,)) if args.every else ():
+            mb = sizes[-1] if sizes else 200
+            path = tmp / f"every{args.every}-{mb}MB{'-stamped' if stamp else ''}.log"
+            make_mixed_log(path, mb * 1_000_000, args.every, stamp=stamp)
+            r = bench_one(path, f"{mb} MB, 1 in {args.every} NCCL" + (", stamped" if stamp else ""),
+                          args.repeat)
+            results.append(r)
+            if not args.keep:
+                path.unlink()
         if args.sparse:
             path = tmp / f"sparse-{args.sparse}MB.log"
             make_log(path, args.sparse * 1_000_000, sparse=True)
@@ -231,12 +339,12 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"{'input':<34} {'lines':>9} {'grep -c NCCL':>14} {'diagnose':>12} {'x grep':>7} "
-          f"{'per byte':>8} {'diagnose/CPU-s':>15} {'peak RSS':>9}")
+          f"{'per byte':>8} {'diagnose/CPU-s':>15} {'NCCL lines/CPU-s':>17} {'peak RSS':>9}")
     for r in results:
         per_byte = (max(r["grep_s"] - grep0, 1e-6) / max(r["diag_s"] - diag0, 1e-6))
         print(f"{r['label']:<34} {r['lines']:>9} {r['grep_mb_s']:>9.0f} MB/s {r['diag_mb_s']:>7.1f} MB/s "
               f"{r['diag_mb_s'] / r['grep_mb_s']:>6.2f}x {per_byte:>7.2f}x {r['cpu_mb_s']:>10.1f} MB/s "
-              f"{r['rss_mib']:>5.0f} MiB")
+              f"{r['cpu_lines_s']:>17,.0f} {r['rss_mib']:>5.0f} MiB")
     print(f"(MB = 1e6 bytes of log text; fastest of {args.repeat} runs. x grep = diagnose's wall-clock "
           f"rate / grep's, start-up included (>= 0.1 wanted on the sparse log); per byte = the same "
           f"with each command's start-up on a one-line log subtracted (grep {grep0 * 1e3:.0f} ms, "

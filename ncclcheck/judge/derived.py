@@ -33,6 +33,7 @@ from ncclcheck.judge.derived_base import (  # noqa: F401 - plural, multi_node re
 )
 from ncclcheck.judge.derived_hosts import (
     check_gdr_hosts,
+    gdr_module_words,
     check_mixed_vendors,
     check_version_hints,
 )
@@ -254,7 +255,8 @@ def check_gdr(state: LogState) -> None:
     """``ib-gdr-not-ready``: GPUDirect RDMA disabled on the IB HCAs a process uses."""
     affected = []
     for p in state.procs.values():
-        if p.net_family() != "ib" or p.gdr_connections:
+        family = p.net_family() or ("ib" if any(h.startswith("IB:") for h in p.gdr) else None)
+        if family != "ib" or p.gdr_connections:    # no "Using network" line: NET/IB's own lines
             continue
         disabled = [hca for hca, on in p.gdr.items() if not on and not hca.startswith("Socket")]
         if disabled and "gdr_disabled" in p.evidence:
@@ -262,11 +264,13 @@ def check_gdr(state: LogState) -> None:
     if not affected:
         return
     hcas = sorted({h.split(":", 1)[1] for _, d in affected for h in d})
+    cause, fix = gdr_module_words([p for p, _ in affected])
     _raise(state, "ib-gdr-not-ready",
            f"GPUDirect RDMA is disabled for HCA {', '.join(hcas[:4])} on "
            f"{plural(len(affected), 'process')}; "
            "inter-node traffic is staged through host memory",
-           [p for p, _ in affected], [p.evidence.get("gdr_disabled") for p, _ in affected[:3]])
+           [p for p, _ in affected], [p.evidence.get("gdr_disabled") for p, _ in affected[:3]],
+           cause=cause, fix=fix)
 
 
 def check_debug_vars(state: LogState) -> None:

@@ -10,14 +10,17 @@ from ncclcheck.signatures import BY_ID, Detail
 
 def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],
            evidence: Iterable[Optional[dict[str, Any]]], severity: str = "", cause: str = "",
-           fix: str = "") -> FindingAcc:
+           fix: str = "", title: str = "") -> FindingAcc:
     """Add a whole-log finding (or extend the line finding with the same id); ``cause`` and
-    ``fix`` replace the signature's own words when this check knows better."""
+    ``fix`` replace the signature's own words when this check knows better, ``title`` the
+    signature's title when the finding comes from something else than the log line the title
+    describes (a pasted table, issue 27 item 12)."""
     sig = BY_ID[sig_id]
     acc = state.findings.get(sig_id)
     if acc is None:
         acc = state.findings[sig_id] = FindingAcc(sig)
         acc.message = message
+        acc.title = title or None
     elif acc.message is None and acc.detail is not None and not acc.detail.message:
         acc.message = message
     procs = list(procs)

@@ -16,6 +16,7 @@ from collections import defaultdict
 
 from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.logparse.version_hints import show, version_in
+from ncclcheck.signatures.ib import peermem_words
 from ncclcheck.judge.derived_base import _raise, plural
 
 #: RDMA device name prefix -> what it is (rdma-core provider names, as /sys/class/infiniband shows).
@@ -91,7 +92,16 @@ def check_gdr_hosts(state: LogState) -> None:
            f"({plural(len(procs), 'process')}), and the job runs at the slower hosts' pace",
            procs, [p.evidence.get("gdr_disabled") or p.evidence.get("net_ib") for p in procs[:2]]
            + [ps[0].evidence.get("net_ib") for ps in list(used.values())[:1]],
-           severity="warning")
+           severity="warning", **dict(zip(("cause", "fix"), gdr_module_words(procs))))
+
+
+def gdr_module_words(procs: list[Proc]) -> tuple[str, str]:
+    """The peer-memory cause and fix for the NCCL version of the first process whose log says
+    GPUDirect RDMA is disabled (not for distance); empty (the signature's words) when none does."""
+    for p in procs:
+        if "gdr_disabled" in p.evidence:
+            return peermem_words(p.nccl_version or p.torch_version)
+    return "", ""
 
 
 def check_version_hints(state: LogState) -> None:

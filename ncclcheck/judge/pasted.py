@@ -7,8 +7,7 @@ Findings, under the ids the rules use for the same problems:
 
 * ``ib-gdr-not-ready`` / ``gpu-p2p-unsupported`` (info): from ``nvidia-smi topo -m``, GPUs whose
   NICs are all beyond PXB, and GPU pairs that talk over PCIe (the ACS/IOMMU advice);
-* ``net-socket-ifname``: what the rule itself recommends from pasted ``ip addr`` output (a docker
-  or ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set);
+* ``net-socket-ifname``: from pasted ``ip addr`` output, in :mod:`ncclcheck.judge.pasted_ip`;
 
 * ``cluster-ib-ports-down``: a port that is not ACTIVE (DOWN, INIT, Disabled, Polling), named;
 * ``ib-hca-select``: ACTIVE ports at different rates (NCCL runs every ring at the slowest);
@@ -19,12 +18,13 @@ Findings, under the ids the rules use for the same problems:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.pasted_ib import PastedIb
 from ncclcheck.logparse.state import LogState
 from ncclcheck.judge.derived_base import _raise
+from ncclcheck.judge.pasted_ip import _acc_hosts, check_interfaces
 
 
 def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
@@ -33,15 +33,9 @@ def _facts(host: str, devices: list[dict[str, Any]]) -> dict[str, Any]:
             "sections": {"ib": {"status": "ok", "data": {"devices": devices}}}}
 
 
-def _acc_hosts(acc: Any, hosts: list[str]) -> None:
-    for h in hosts:
-        if h != "pasted" and len(acc.hosts) < 256:
-            acc.hosts.add(h)
-
-
 def check_pasted(state: LogState, pasted: Pasted) -> None:
     """Raise the findings the pasted output shows."""
-    _interfaces(state, pasted)
+    check_interfaces(state, pasted)
     check_topology(state, pasted)
     check_nccl_tests(state, pasted)
     by_host = pasted.ib.devices()
@@ -51,29 +45,6 @@ def check_pasted(state: LogState, pasted: Pasted) -> None:
     _ports_down(state, pasted.ib, by_host, what)
     _rates(state, pasted.ib, by_host, what)
     _gid_index(state, pasted.ib, by_host, what)
-
-
-def _interfaces(state: LogState, pasted: Pasted) -> None:
-    """``net-socket-ifname`` as the rule itself says it, over the interfaces ``ip`` showed."""
-    nodes = pasted.ip.facts()
-    if not nodes:
-        return
-    from ncclcheck.rules import net_socket_ifname   # the rules load on a paste only (start-up)
-    from ncclcheck.rules.engine import evaluate
-
-    result = evaluate([net_socket_ifname.RULE], nodes)
-    what = "/".join(sorted(pasted.ip.kinds))
-    for f in result["findings"]:
-        hosts = [h for h in f["hosts"] if h != "pasted"]
-        value = f["env"].get("NCCL_SOCKET_IFNAME")
-        if not value:
-            continue        # "no usable interface": a paste may simply be cut before it
-        acc = _raise(state, "net-socket-ifname", f"{what}: {f['message']}", [],
-                     [pasted.ip.kinds[k] for k in sorted(pasted.ip.kinds)][:2],
-                     severity=f["severity"] if f["severity"] in ("error", "warning") else "info",
-                     cause=f["why"],
-                     fix=(f"Set NCCL_SOCKET_IFNAME={value} on every node." if value else f["fix"]))
-        _acc_hosts(acc, hosts)
 
 
 def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
@@ -97,6 +68,7 @@ def _ports_down(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[
                      " (INIT: the link trained but no subnet manager configured it)" if init else ""),
                  [], [pasted.evidence.get(f"{h} {x.split(' ')[0]}") for h, v in down.items()
                       for x in v][:5], severity="warning",
+                 title="RDMA ports not ACTIVE in the pasted port listing",
                  cause="NCCL only uses ACTIVE ports (src/transport/net_ib/init.cc). A node with a "
                        "port down has fewer rails, and every ring or tree through it slows to its "
                        "bandwidth; a port NCCL_IB_HCA names explicitly that is down fails the job.",
@@ -124,6 +96,7 @@ def _rates(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, 
     acc = _raise(state, "ib-hca-select",
                  f"{what}: ACTIVE RDMA ports run at different rates ({'; '.join(parts)})", [],
                  [pasted.kinds[k] for k in sorted(pasted.kinds)][:2], severity="warning",
+                 title="ACTIVE RDMA ports at different rates in the pasted port listing",
                  cause="Unset, NCCL_IB_HCA lets NCCL use every ACTIVE port; rings and trees over a "
                        "slower port (a front-end or storage NIC, or a port trained at a lower "
                        "speed) run at its rate.",
@@ -133,9 +106,46 @@ def _rates(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, 
     _acc_hosts(acc, list(by_host))
 
 
+def _gid_setting(state: LogState) -> tuple[Optional[str], list[dict[str, Any]]]:
+    """The NCCL_IB_GID_INDEX the paste or the log sets (``export NCCL_IB_GID_INDEX=4``, or NCCL's
+    own ``NCCL_IB_GID_INDEX set by environment to 4``), and the line that says so."""
+    exported = state.exported.get("NCCL_IB_GID_INDEX")
+    if exported is not None:
+        return exported[0], [exported[1]]
+    for p in state.procs.values():
+        value = p.env.get("NCCL_IB_GID_INDEX")
+        if value is not None:
+            return value, [state.env_evidence.get(f"NCCL_IB_GID_INDEX={value}") or {}]
+    return None, []
+
+
+def _describe_gid(port: dict[str, Any], index: int) -> str:
+    gid = next((g for g in port["gids"] if g["index"] == index), None)
+    if gid is None:
+        shown = sorted(g["index"] for g in port["gids"])
+        return f"not in the table (this port shows indexes {_ranges(shown)})"
+    what = gid["type"] or "a GID"
+    return f"{what} with {'IPv4 ' + gid['ipv4'] if gid['ipv4'] else 'a link-local (fe80::) address'}"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``4-7``, ``0-3, 6``.
+
+    >>> _ranges([4, 5, 6, 7]), _ranges([0, 1, 2, 3, 6])
+    ('4-7', '0-3, 6')
+    """
+    out: list[str] = []
+    for n in numbers:
+        if out and out[-1].split("-")[-1] == str(n - 1):
+            out[-1] = out[-1].split("-")[0] + f"-{n}"
+        else:
+            out.append(str(n))
+    return ", ".join(out)
+
+
 def _gid_index(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[str, Any]]],
                what: str) -> None:
-    found: dict[int, list[str]] = {}
+    found: dict[int, list[tuple[str, str, dict[str, Any]]]] = {}
     missing: list[str] = []
     for host, devices in by_host.items():
         for d in devices:
@@ -146,27 +156,60 @@ def _gid_index(state: LogState, pasted: PastedIb, by_host: dict[str, list[dict[s
                 if p["roce_v2_ipv4_gid_index"] is None:
                     missing.append(label)
                 else:
-                    found.setdefault(p["roce_v2_ipv4_gid_index"], []).append(label)
+                    found.setdefault(p["roce_v2_ipv4_gid_index"], []).append(
+                        (label, f"{host} {d['name']}:{p['port']}", p))
     if not found and not missing:
         return
     ev = [pasted.kinds[k] for k in ("show_gids", "ibv_devinfo") if k in pasted.kinds]
     if len(found) == 1 and not missing:
         index, ports = next(iter(found.items()))
-        acc = _raise(state, "ib-roce-gid-index",
-                     f"{what}: the RoCE v2 GID with an IPv4 address is index {index} on "
-                     f"{', '.join(ports[:4])}: NCCL_IB_GID_INDEX={index}", [], ev, severity="info",
-                     cause="RoCE needs the GID that carries the routable IPv4 address as RoCE v2; "
-                           "NCCL >= 2.21 finds it by itself (ncclIbGetGidIndex), older NCCL uses "
-                           "index 0 (RoCE v1, link-local) unless told.",
-                     fix=f"On NCCL < 2.21 set NCCL_IB_GID_INDEX={index} on every node (the same "
-                         "index everywhere); on >= 2.21 leave it unset.")
+        labels = [label for label, _, _ in ports]
+        rows = [pasted.gid_rows.get(f"{key} {index}") for _, key, _ in ports[:2]]
+        shown = sorted({g["index"] for _, _, p in ports for g in p["gids"]})
+        sparse = bool(shown) and shown[0] > 0
+        trap = (f" This table starts at index {shown[0]} (indexes {_ranges(shown)}: a container or "
+                "pod with a macvlan/SR-IOV netdev sees only its own entries), so neither NCCL < "
+                "2.21's default 0 nor the 3 of bare-metal guides exists here." if sparse else "")
+        setting, set_ev = _gid_setting(state)
+        if setting is not None and setting.strip() != str(index):
+            try:
+                described = _describe_gid(ports[0][2], int(setting))
+                wrong_row = [pasted.gid_rows.get(f"{ports[0][1]} {int(setting)}")]
+            except ValueError:
+                described, wrong_row = "not a GID index", []
+            acc = _raise(state, "ib-roce-gid-index",
+                         f"{what}: NCCL_IB_GID_INDEX={setting} is set, but index {setting} on "
+                         f"{labels[0]} is {described}; the RoCE v2 GID with an IPv4 address is "
+                         f"index {index}: set NCCL_IB_GID_INDEX={index}.{trap}", [],
+                         set_ev + wrong_row + rows, severity="warning",
+                         title="NCCL_IB_GID_INDEX names a GID that is not RoCE v2 with IPv4",
+                         cause="NCCL uses the GID at NCCL_IB_GID_INDEX for every queue pair "
+                               "(src/transport/net_ib/connect.cc); a RoCE v1 or link-local entry "
+                               "is not routed between subnets, and an index the port does not "
+                               "have fails ibv_modify_qp with EINVAL.",
+                         fix=f"Set NCCL_IB_GID_INDEX={index} on every node (or, on NCCL >= 2.21, "
+                             "unset it: ncclIbGetGidIndex then picks the RoCE v2 IPv4 entry of "
+                             "each port).")
+        else:
+            acc = _raise(state, "ib-roce-gid-index",
+                         f"{what}: the RoCE v2 GID with an IPv4 address is index {index} on "
+                         f"{', '.join(labels[:4])}: NCCL_IB_GID_INDEX={index}.{trap}", [],
+                         rows + ev, severity="info",
+                         title="the NCCL_IB_GID_INDEX to set, read from the pasted GID table",
+                         cause="RoCE needs the GID that carries the routable IPv4 address as RoCE v2; "
+                               "NCCL >= 2.21 finds it by itself (ncclIbGetGidIndex), older NCCL uses "
+                               "index 0 (RoCE v1, link-local) unless told.",
+                         fix=f"On NCCL < 2.21 set NCCL_IB_GID_INDEX={index} on every node (the same "
+                             "index everywhere); on >= 2.21 leave it unset.")
     else:
-        parts = [f"index {i} on {', '.join(ps[:3])}" for i, ps in sorted(found.items())]
+        parts = [f"index {i} on {', '.join(lb for lb, _, _ in ps[:3])}"
+                 for i, ps in sorted(found.items())]
         if missing:
             parts.append(f"none on {', '.join(missing[:3])}")
         acc = _raise(state, "ib-roce-gid-index",
                      f"{what}: the RoCE v2 IPv4 GID is not at one index: {'; '.join(parts)}", [], ev,
                      severity="warning",
+                     title="the RoCE v2 IPv4 GID is at different indexes (pasted GID table)",
                      cause="NCCL_IB_GID_INDEX is one number for every HCA of a process "
                            "(https://github.com/NVIDIA/nccl/issues/890); ports whose RoCE v2 IPv4 "
                            "GID sits elsewhere, or that have none (no IPv4 address on the netdev), "
@@ -217,6 +260,8 @@ def check_topology(state: LogState, pasted: Pasted) -> None:
                          f"{'; ...' if len(groups) > 4 else ''}): NCCL leaves GPUDirect RDMA off "
                          "for them by default, so their network traffic is staged through host "
                          "memory", [], [ev], severity="info",
+                         title="GPUs without a NIC within PXB in the pasted topology (GPUDirect "
+                               "RDMA off by default)",
                          cause="NCCL enables GPUDirect RDMA only when GPU and NIC are at most PXB "
                                "apart (NCCL_NET_GDR_LEVEL, default PXB; src/graph/paths.cc "
                                "ncclTopoCheckGdr); through the CPU (PHB/NODE/SYS) it copies "
@@ -236,6 +281,7 @@ def check_topology(state: LogState, pasted: Pasted) -> None:
                          f"talk over PCIe ({sample}{'; ...' if len(pcie) > 6 else ''}): "
                          "peer-to-peer there hangs or crawls, without an NCCL error, when PCIe "
                          "ACS or an IOMMU redirects it", [], [ev], severity="info",
+                         title="GPU pairs without NVLink talk over PCIe in the pasted topology",
                          cause="Without NVLink, NCCL's P2P transport goes over PCIe: through "
                                "switches (PIX/PXB) ACS on the switch ports, and through the CPU "
                                "(PHB/NODE/SYS; used by default on AMD, not on Intel CPUs, "

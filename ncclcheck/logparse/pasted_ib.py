@@ -107,6 +107,7 @@ class PastedIb:
         self.hosts: dict[str, dict[str, dict[str, Any]]] = {}   # host -> device name -> device
         self.kinds: dict[str, dict[str, Any]] = {}              # command -> first evidence
         self.evidence: dict[str, dict[str, Any]] = {}           # "host dev:port" -> state line
+        self.gid_rows: dict[str, dict[str, Any]] = {}           # "host dev:port index" -> its row
         self._host = "pasted"
         self._dev: Optional[dict[str, Any]] = None
         self._port: Optional[dict[str, Any]] = None
@@ -147,6 +148,11 @@ class PastedIb:
                              "netdev": netdev})
         v2 = sorted(g["index"] for g in port["gids"] if g["type"] == "RoCE v2" and g["ipv4"])
         port["roce_v2_ipv4_gid_index"] = v2[0] if v2 else None
+
+    def _gid_row(self, dev: dict[str, Any], port: dict[str, Any], index: int,
+                 ev: dict[str, Any]) -> None:
+        if len(self.gid_rows) < 4 * MAX_GIDS:
+            self.gid_rows.setdefault(f"{self._host} {dev['name']}:{port['port']} {index}", ev)
 
     def _seen(self, kind: str, ev: dict[str, Any]) -> None:
         self._kind = kind
@@ -193,6 +199,7 @@ class PastedIb:
                 port["link_layer"] = port["link_layer"] or "Ethernet"
                 self._gid(port, int(m.group("index")), _probe().parse_gid(m.group("gid").lower()),
                           "RoCE v2" if m.group("ver") == "v2" else "RoCE v1", m.group("netdev") or None)
+                self._gid_row(dev, port, int(m.group("index")), ev)
             self._seen("show_gids", ev)
             return True
         if self._dev is None:
@@ -212,6 +219,7 @@ class PastedIb:
         if m and self._port is not None:
             self._gid(self._port, int(m.group("index")), full_gid(m.group("gid")),
                       m.group("type") or None, None)
+            self._gid_row(dev, self._port, int(m.group("index")), ev)
             return True
         m = _KV.match(text)
         if not m:

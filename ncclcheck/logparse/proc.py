@@ -137,7 +137,7 @@ class FindingAcc:
     """A finding being accumulated while the log streams by."""
 
     __slots__ = ("sig", "count", "evidence", "hosts", "ranks", "variants", "severity", "detail",
-                 "message")
+                 "message", "title")
 
     def __init__(self, sig: Signature) -> None:
         self.sig = sig
@@ -149,15 +149,18 @@ class FindingAcc:
         self.severity: Optional[str] = None      # the worst severity of the occurrences
         self.detail: Optional[Detail] = None
         self.message: Optional[str] = None       # set by whole-log checks
+        self.title: Optional[str] = None         # set by checks whose input is not a log line
 
     def add(self, detail: Detail, ev: Optional[dict[str, Any]], host: Optional[str],
             rank: Optional[int]) -> None:
         """Count one more occurrence."""
         self.count += 1
         severity = detail.severity or self.sig.severity
-        if self.detail is None or self._rank(severity) > self._rank(
-                self.detail.severity or self.sig.severity):
-            self.detail = detail          # the worst occurrence speaks for the finding
+        current = self._rank(self.detail.severity or self.sig.severity) if self.detail else -1
+        if self._rank(severity) > current or (
+                self._rank(severity) == current and detail.cause and not self.detail.cause
+                and not self.detail.fix):  # type: ignore[union-attr]
+            self.detail = detail          # the worst occurrence speaks, the most specific first
         if self.severity is None or self._rank(severity) > self._rank(self.severity):
             self.severity = severity
         if detail.variant and (detail.variant in self.variants or len(self.variants) < 10):
@@ -181,7 +184,7 @@ class FindingAcc:
             message += " (also: " + ", ".join(
                 f"{v} x{n}" for v, n in self.variants.items() if v != detail.variant) + ")"
         return {
-            "id": sig.id, "title": sig.title, "severity": self.severity or sig.severity,
+            "id": sig.id, "title": self.title or sig.title, "severity": self.severity or sig.severity,
             "message": message,
             "cause": detail.cause or sig.cause, "fix": detail.fix or sig.fix, "docs": sig.docs,
             "evidence": self.evidence, "hosts": sorted(self.hosts), "ranks": sorted(self.ranks),

@@ -24,6 +24,7 @@ from ncclcheck.signatures import (
                                   version,
 )
 from ncclcheck.signatures.base import SEVERITIES, Detail, Signature
+from ncclcheck.signatures.dispatch import Dispatch
 
 _FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
              init, nccltests)
@@ -40,6 +41,9 @@ BY_ID: dict[str, Signature] = {s.id: s for s in DERIVED_SIGNATURES + LINE_SIGNAT
 INFO_SIGNATURES = tuple(s for s in LINE_SIGNATURES if s.scope == "info")
 #: how the INFO messages those signatures look at begin (a cheap gate on the hot path).
 INFO_STARTS: tuple[str, ...] = tuple(p for s in INFO_SIGNATURES for p in s.info_starts)
+#: text -> the line signatures (resp. INFO-scope ones) that can match it (one regex search).
+LINE_DISPATCH = Dispatch(LINE_SIGNATURES)
+INFO_DISPATCH = Dispatch(INFO_SIGNATURES)
 
-__all__ = ["BY_ID", "DERIVED_SIGNATURES", "Detail", "INFO_SIGNATURES", "INFO_STARTS", "LINE_SIGNATURES",
-           "SEVERITIES", "Signature"]
+__all__ = ["BY_ID", "DERIVED_SIGNATURES", "Detail", "INFO_DISPATCH", "INFO_SIGNATURES", "INFO_STARTS",
+           "LINE_DISPATCH", "LINE_SIGNATURES", "SEVERITIES", "Signature"]

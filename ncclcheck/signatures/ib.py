@@ -152,6 +152,57 @@ GDR_NOT_READY = Signature(
 
 
 
+def peermem_words(version: Optional[str]) -> tuple[str, str]:
+    """Cause and fix of ``GPU Direct RDMA Disabled for HCA n`` (``(no module)`` in some versions)
+    for the NCCL version that printed it: the peer-memory files that version looks for
+    (src/transport/net_ib.cc ncclIbGdrSupport; src/transport/net_ib/gdr.cc from 2.30). NCCL <= 2.8
+    knows only nv_peer_mem; 2.9-2.22 also the memory_peers registration of nvidia-peermem; from
+    2.23 also /sys/module/nvidia_peermem (NVIDIA/nccl#1676: a DGX OS upgrade replacing nv_peer_mem
+    by nvidia-peermem turned GPUDirect RDMA off for NCCL <= 2.22).
+
+    >>> "nv_peer_mem" in peermem_words("2.8.4")[0], "2.23" in peermem_words("2.21.5")[0]
+    (True, True)
+    >>> "not loaded" in peermem_words("2.27.3")[0], "1676" in peermem_words(None)[0]
+    (True, True)
+    """
+    try:
+        v = tuple(int(x) for x in (version or "").split(".")[:2])
+    except ValueError:
+        v = ()
+    check = "`lsmod | grep peermem` and `ls /sys/kernel/mm/memory_peers/ /sys/module/nvidia_peermem`"
+    if v and v < (2, 9):
+        return (f"NCCL {version} recognises only the legacy nv_peer_mem module "
+                "(/sys/kernel/mm/memory_peers/nv_mem/version); the nvidia-peermem module that "
+                "drivers >= 470 ship is not seen by it, so GPUDirect RDMA stays off even where "
+                "that module is loaded.",
+                f"Check {check}; upgrade NCCL (>= 2.23 reads /sys/module/nvidia_peermem) or load "
+                "nv_peer_mem.")
+    if v and v < (2, 23):
+        return (f"NCCL {version} looks only for /sys/kernel/mm/memory_peers/nv_mem/version and "
+                ".../nvidia-peermem/version; an nvidia_peermem module that does not register "
+                "there (a DGX OS or driver upgrade that replaced nv_peer_mem, NVIDIA/nccl#1676) is "
+                "not seen before NCCL 2.23, which also reads /sys/module/nvidia_peermem/version. "
+                "Without it GPUDirect RDMA stays off unless DMA-BUF works.",
+                f"Check {check}: loaded but unseen, upgrade NCCL to >= 2.23 (or load nv_peer_mem); "
+                "not loaded, `modprobe nvidia-peermem`; or use DMA-BUF (open GPU kernel module, "
+                "kernel >= 5.12).")
+    if v:
+        return (f"NCCL {version} found none of /sys/kernel/mm/memory_peers/nv_mem/version, "
+                ".../nv_mem_nc/version or /sys/module/nvidia_peermem/version: the peer-memory "
+                "module is not loaded on this host, and DMA-BUF registration was not available "
+                "either.",
+                "`modprobe nvidia-peermem` on this host (and at boot), or use DMA-BUF (open GPU "
+                "kernel module, kernel >= 5.12); then look for `via NET/IB/<n>/GDRDMA` in the "
+                "channel lines.")
+    return ("NCCL found no peer-memory module it recognises: either none is loaded, or NCCL <= "
+            "2.22 does not see the nvidia_peermem that is (it reads only "
+            "/sys/kernel/mm/memory_peers/{nv_mem,nvidia-peermem}/version; 2.23 added "
+            "/sys/module/nvidia_peermem, NVIDIA/nccl#1676); DMA-BUF registration was not "
+            "available either.",
+            f"Check {check}: loaded but unseen, upgrade NCCL to >= 2.23; not loaded, `modprobe "
+            "nvidia-peermem`; or use DMA-BUF (open GPU kernel module, kernel >= 5.12).")
+
+
 def _mtu_detail(m: re.Match[str]) -> Detail:
     if m.groupdict().get("status") is not None:
         return Detail(message="IB completion error 1 (IBV_WC_LOC_LEN_ERR): a message was longer "

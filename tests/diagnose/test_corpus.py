@@ -86,6 +86,11 @@ def test_diagnosis_matches_expectation(name, docs):
         assert severities[fid] == sev, fid
     if "expect_versions" in exp:
         assert doc["summary"]["nccl_versions"] == exp["expect_versions"]
+    found = {f["id"]: f for f in doc["findings"]}
+    for fid, words in exp.get("expect_text", {}).items():     # the cause and fix, not only the id
+        text = " ".join(found[fid][k] for k in ("message", "cause", "fix"))
+        for word in words:
+            assert word in text, (fid, word, text)
     if "expect_networks" in exp:
         assert doc["summary"]["networks"] == exp["expect_networks"]
     if "expect_hosts" in exp:

@@ -140,3 +140,114 @@ def test_nccl_tests_wrong_values_and_zero_busbw(tmp_path):
     found = {f["id"]: f for f in doc["findings"]}
     assert found["log-nccl-tests-wrong"]["message"] == "nccl-tests: 3 wrong values, from 1048576 bytes on"
     assert "busbw is 0 in every row while algbw reaches 0.24 GB/s" in found["log-nccl-tests-one-rank"]["message"]
+
+
+# -- issue 27 item 12: a paste's finding is titled by what the paste shows -------------------------
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_paste_titles_do_not_contradict_their_bodies(name):
+    """The line signatures' titles describe log lines ("ibv_modify_qp rejected the address", "P2P
+    disabled between NVLink-connected GPUs"); a finding read from a pasted table has its own."""
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    from ncclcheck.signatures import BY_ID
+    for f in doc["findings"]:
+        if f["id"] in ("ib-roce-gid-index", "gpu-p2p-unsupported", "cluster-ib-ports-down",
+                       "ib-gdr-not-ready", "ib-hca-select", "net-socket-ifname"):
+            assert f["title"] != BY_ID[f["id"]].title, (name, f["title"])
+    titles = {f["id"]: f["title"] for f in doc["findings"]}
+    assert "ibv_modify_qp" not in titles.get("ib-roce-gid-index", "")
+    assert "NVLink-connected" not in titles.get("gpu-p2p-unsupported", "")
+
+
+@pytest.mark.parametrize("name,index", [("show-gids-container-index7-tabs", 7),
+                                        ("show-gids-index3-prompt-indented", 3)])
+def test_gid_evidence_is_the_row_of_the_index_meant(name, index):
+    doc = diagnose_files([str(PASTED / f"{name}.txt")])
+    (f,) = [f for f in doc["findings"] if f["id"] == "ib-roce-gid-index"]
+    assert f["evidence"][0]["text"].split()[2] == str(index), f["evidence"][0]
+
+
+def test_gid_index_set_to_the_v1_entry_is_a_warning_with_both_rows():
+    doc = diagnose_files([str(PASTED / "show-gids-index5-v1-set.txt")])
+    (f,) = [f for f in doc["findings"] if f["id"] == "ib-roce-gid-index"]
+    assert f["severity"] == "warning"
+    texts = [e["text"] for e in f["evidence"]]
+    assert texts[0] == "export NCCL_IB_GID_INDEX=4"
+    assert [t.split()[2] for t in texts[1:3]] == ["4", "5"]
+    assert "NCCL_IB_GID_INDEX=5" in f["fix"]
+
+
+# -- issue 24: pasted ip addr gives the NCCL_SOCKET_IFNAME to set ----------------------------------
+# No complete public paste of these three shapes was found (NVIDIA/nccl#1053 redacts its /32 and is
+# cut after lo; sgl-project/sglang#3514 is cut before bond0's address; NVIDIA/nccl#177 is ifconfig),
+# so they are written here in `ip addr`'s own format, with documentation-free 10/8 addresses.
+_BOND = """$ ip addr
+1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
+    inet 127.0.0.1/8 scope host lo
+2: eno1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc mq state UP group default qlen 1000
+    link/ether 3c:ec:ef:10:20:30 brd ff:ff:ff:ff:ff:ff
+    inet 192.168.1.21/24 brd 192.168.1.255 scope global eno1
+3: enp65s0f0: <BROADCAST,MULTICAST,SLAVE,UP,LOWER_UP> mtu 9000 qdisc mq master bond0 state UP group default qlen 1000
+    link/ether b8:ce:f6:01:02:03 brd ff:ff:ff:ff:ff:ff
+4: enp65s0f1: <BROADCAST,MULTICAST,SLAVE,UP,LOWER_UP> mtu 9000 qdisc mq master bond0 state UP group default qlen 1000
+    link/ether b8:ce:f6:01:02:03 brd ff:ff:ff:ff:ff:ff
+5: bond0: <BROADCAST,MULTICAST,MASTER,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP group default qlen 1000
+    link/ether b8:ce:f6:01:02:03 brd ff:ff:ff:ff:ff:ff
+    inet 10.20.0.21/24 brd 10.20.0.255 scope global bond0
+6: docker0: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue state DOWN group default
+    inet 172.17.0.1/16 brd 172.17.255.255 scope global docker0
+"""
+_BGP = """$ ip a
+1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
+    inet 127.0.0.1/8 scope host lo
+       valid_lft forever preferred_lft forever
+    inet 10.200.3.17/32 scope global lo
+       valid_lft forever preferred_lft forever
+2: lan0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP group default qlen 1000
+    inet6 fe80::ac0:ebff:fedd:eeff/64 scope link
+       valid_lft forever preferred_lft forever
+3: lan1: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc mq state UP group default qlen 1000
+    inet6 fe80::ac0:ebff:feaa:bbcc/64 scope link
+       valid_lft forever preferred_lft forever
+"""
+_DOCKER = """root@gpu-a:~# ip addr
+1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
+    inet 127.0.0.1/8 scope host lo
+2: br-3f2a1c3d4e5f: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group default
+    inet 172.18.0.1/16 brd 172.18.255.255 scope global br-3f2a1c3d4e5f
+3: ens5: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9001 qdisc mq state UP group default qlen 1000
+    inet 172.31.5.10/20 brd 172.31.15.255 scope global dynamic ens5
+4: docker0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP group default
+    inet 172.17.0.1/16 brd 172.17.255.255 scope global docker0
+"""
+
+
+def _ifname_finding(tmp_path, text):
+    path = tmp_path / "ip.txt"
+    path.write_text(text)
+    doc = diagnose_files([str(path)])
+    (f,) = [f for f in doc["findings"] if f["id"] == "net-socket-ifname"]
+    return f
+
+
+def test_ip_addr_bond_over_two_nics_is_chosen_over_the_management_nic(tmp_path):
+    f = _ifname_finding(tmp_path, _BOND)
+    assert "NCCL_SOCKET_IFNAME==bond0" in f["message"] and f["fix"].startswith(
+        "Set NCCL_SOCKET_IFNAME==bond0 on every node")
+    assert "enp65s0f0, enp65s0f1" in f["message"] and "NCCL would take eno1 first" in f["message"]
+    assert f["severity"] == "warning" and "eno1" not in f["fix"]
+
+
+def test_ip_addr_routable_slash32_on_lo_is_the_bgp_unnumbered_trap(tmp_path):
+    f = _ifname_finding(tmp_path, _BGP)
+    assert f["severity"] == "warning"
+    assert "10.200.3.17/32 is on lo" in f["message"] and "127.0.0.1" in f["message"]
+    assert "lan0's fe80:: address" in f["message"]
+    assert "ip addr add 10.200.3.17/32 dev nccl0" in f["fix"] and "NCCL_SOCKET_IFNAME==nccl0" in f["fix"]
+    assert "issues/1053" in f["cause"]
+
+
+def test_ip_addr_docker_bridges_beside_the_nic(tmp_path):
+    f = _ifname_finding(tmp_path, _DOCKER)
+    assert f["severity"] == "warning" and f["fix"] == "Set NCCL_SOCKET_IFNAME==ens5 on every node."
+    assert "br-3f2a1c3d4e5f" in f["message"]
+    assert f["title"] == "the NCCL_SOCKET_IFNAME to set, read from the pasted interfaces"
