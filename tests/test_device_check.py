@@ -153,3 +153,11 @@ def test_cpu_only_run_finishes_and_writes_its_files(tmp_path):
     with tarfile.open(out / "artifacts.tgz") as tar:
         names = tar.getnames()
     assert "artifacts/probe.json" in names and "artifacts/bench.json" in names
+
+
+def test_the_h200s_out_of_memory_at_setup_gets_its_cause():
+    """NCCL's communicator set-up on the H200 with its memory taken (real log and stderr)."""
+    doc = diagnose_files([str(H200 / "oom" / "nccl-oom.log"), str(H200 / "oom" / "stderr.log")])
+    (finding,) = doc["findings"]
+    assert finding["id"] == "log-cuda-error" and finding["severity"] == "error"
+    assert "memory fraction" in finding["fix"] and "NCCL_BUFFSIZE" in finding["fix"]
