@@ -1,0 +1,103 @@
+"""What limits a low figure, named from the run's records and the facts (pure).
+
+Each check returns sentences naming the hop: the transport NCCL used (Socket where IB ports are
+up), GPUDirect RDMA off, P2P off or through SYS, fewer NICs than GPUs, a NIC that negotiated
+down, a small MTU, a link shaped slower than the others, messages too small to fill the link.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ncclcheck.expected import classify as cl, table
+
+
+def transport_limits(sc: dict[str, Any]) -> list[str]:
+    """Socket where RDMA ports are up; GDR off on a NET path."""
+    out = []
+    ports = cl._nic_ports(sc)
+    if (sc["network"] or "").lower() == "socket" and ports:
+        out.append(f"NCCL used Socket (TCP) though RDMA ports are up ({', '.join(p['name'] for p in ports[:4])}): "
+                   "check NCCL_IB_DISABLE, NCCL_NET, libibverbs")
+    if sc["gdr"] is False and any(p.startswith("NET/") for p in sc["paths"]):
+        out.append("GPUDirect RDMA off: the NET channels have no /GDRDMA, data crosses host memory "
+                   "(nvidia_peermem or DMA-BUF, NCCL_NET_GDR_LEVEL)")
+    return out
+
+
+def p2p_limits(sc: dict[str, Any]) -> list[str]:
+    """P2P off (NCCL_P2P_DISABLE, SHM channels only) or GPUs that meet across SYS."""
+    out = []
+    env = sc["env"]
+    shm_only = "SHM" in sc["paths"] and not any(p.startswith("P2P") for p in sc["paths"])
+    if env.get("NCCL_P2P_DISABLE") == "1" or env.get("NCCL_P2P_LEVEL") in ("LOC", "0") or shm_only:
+        why = ("NCCL_P2P_DISABLE=1" if env.get("NCCL_P2P_DISABLE") == "1" else
+               f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}" if env.get("NCCL_P2P_LEVEL") else
+               "the channels are via SHM")
+        shm = table.by_id("pcie-sys-shm")["busbw_gbps"]
+        out.append(f"P2P off ({why}): NCCL copies through host memory (SHM), which gives "
+                   f"{shm[0]:g}-{shm[1]:g} GB/s (class pcie-sys-shm)")
+    for f in sc["facts"][:1]:
+        gpu = cl._section(f, "gpu")
+        matrix = (gpu.get("topology") or {}).get("matrix") or []
+        labels = (gpu.get("topology") or {}).get("labels") or []
+        gidx = [i for i, lab in enumerate(labels) if str(lab).startswith("GPU")]
+        if any(matrix[i][j] == "SYS" for i in gidx for j in gidx if i != j and i < len(matrix)
+               and j < len(matrix[i])):
+            out.append("GPUs meet across SYS (the CPU interconnect, QPI/UPI): NCCL's model gives "
+                       "such a hop 6-22 GB/s")
+        if gpu.get("p2p_all_supported") is False:
+            out.append("the driver reports P2P unsupported between some GPUs (nvidia-smi topo -p2p)")
+    return out
+
+
+def nic_limits(sc: dict[str, Any], found: dict[str, Any]) -> list[str]:
+    """Fewer NICs than GPUs per node; a port slower than its peers; a small MTU."""
+    out = []
+    nics, per_node = found.get("nics"), sc["per_node"] or 0
+    if nics and per_node and nics < per_node and found.get("class") and \
+            table.by_id(found["class"]).get("per") == "nic":
+        out.append(f"{nics} NIC{'s' if nics != 1 else ''} for {per_node} GPUs per node: the node's "
+                   "network is the sum of its NICs")
+    ports = cl._nic_ports(sc)
+    rates = [p["rate"] for p in ports if p["rate"]]
+    for p in ports:
+        if p["rate"] and rates and p["rate"] < max(rates):
+            out.append(f"{p['name']} negotiated {p['rate']:g} Gb/s, its peers {max(rates):g}")
+    for f in sc["facts"][:1]:
+        for i in cl._section(f, "network").get("interfaces") or []:
+            used = i.get("name") in sc["interfaces"] or i.get("name") in {p["netdev"] for p in ports}
+            if used and i.get("mtu") and i["mtu"] < 4000 and (i.get("speed_mbps") or 0) >= 100000:
+                out.append(f"{i['name']} MTU {i['mtu']} on a {i['speed_mbps'] // 1000} Gb/s link "
+                           "(jumbo frames: 9000, RoCE 4200)")
+    return out
+
+
+def shaped_limits(sc: dict[str, Any]) -> list[str]:
+    """Links ``tc`` shapes slower than the nominal rate, by host and interface."""
+    rate, how = cl.shaped_rate(sc)
+    out = []
+    for host, links in sorted(sc["links"].items()):
+        for link in links:
+            if rate and link.get("rate_bps") and link["rate_bps"] / 8e9 < rate * 0.9:
+                out.append(f"{host} {link.get('ifname')}: shaped to {link.get('rate_text') or link['rate_bps']} "
+                           f"by tc ({link.get('qdisc')}), below the {rate * 8000:g} Mbit/s "
+                           f"of the others ({how})")
+    return out
+
+
+def size_limit(max_bytes: int | None, entry: dict[str, Any]) -> list[str]:
+    """Messages smaller than the sizes the class holds for."""
+    need = entry.get("min_bytes") or 0
+    if max_bytes is not None and max_bytes < need:
+        return [f"messages too small: the largest is {max_bytes} B, the range holds from "
+                f"{need} B (-e {need >> 20}M)"]
+    return []
+
+
+def ranks_share_gpu(sc: dict[str, Any]) -> list[str]:
+    """Two ranks on one GPU (same host and bus id in the ``# Rank`` lines)."""
+    seen: dict[tuple, int] = {}
+    for key in sc["bus_ids"]:
+        seen[key] = seen.get(key, 0) + 1
+    return [f"{n} ranks share the GPU at {bus} on {host}" for (host, bus), n in seen.items() if n > 1]
