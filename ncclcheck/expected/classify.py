@@ -28,7 +28,7 @@ NEED_NETWORK = ("which network NCCL used: rerun with NCCL_DEBUG=INFO (its INFO l
                 "or give the nodes' facts (--probe FACTS)")
 
 
-def _section(facts: dict[str, Any] | None, name: str) -> dict[str, Any]:
+def section(facts: dict[str, Any] | None, name: str) -> dict[str, Any]:
     sec = ((facts or {}).get("sections") or {}).get(name) or {}
     return sec.get("data") or {}
 
@@ -44,7 +44,7 @@ def scene(doc: dict[str, Any], facts: list[dict[str, Any]] | None = None,
     facts = [f for f in facts or [] if isinstance(f, dict)]
     if not names:
         for f in facts:
-            names += [g.get("name") for g in _section(f, "gpu").get("gpus") or [] if g.get("name")]
+            names += [g.get("name") for g in section(f, "gpu").get("gpus") or [] if g.get("name")]
     bus = [(r.get("host"), r.get("bus_id")) for r in imported if r.get("bus_id")]
     paths = sorted({p for r in per_rank for p in r.get("paths") or []})
     hcas_by_host: dict[str, set[str]] = {}
@@ -79,24 +79,37 @@ def shaped_rate(sc: dict[str, Any]) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _nic_ports(sc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Active RDMA ports in the facts: name, link layer, rate (Gb/s)."""
+def nic_ports(sc: dict[str, Any], layer: str | None = None) -> list[dict[str, Any]]:
+    """Active RDMA ports in the facts (of one link layer, when given): name, layer, rate."""
     out = []
     for f in sc["facts"][:1]:
-        for dev in _section(f, "ib").get("devices") or []:
+        for dev in section(f, "ib").get("devices") or []:
             for p in dev.get("ports") or []:
-                if p.get("state") == "ACTIVE":
+                if p.get("state") == "ACTIVE" and layer in (None, p.get("link_layer")):
                     out.append({"name": dev.get("name"), "layer": p.get("link_layer"),
                                 "rate": p.get("rate_gbps"), "netdev": p.get("netdev")})
     return out
 
 
+def rdma_layer(sc: dict[str, Any]) -> str:
+    """``InfiniBand`` or ``Ethernet`` (RoCE): what NCCL's NET/IB line named, else the layer most
+    of the facts' active ports have."""
+    named = {h.rsplit("/", 1)[-1] for h in sc["hcas"] if "/" in h}
+    if named:
+        return "Ethernet" if named == {"RoCE"} else "InfiniBand"
+    layers = [p["layer"] for p in nic_ports(sc) if p["layer"]]
+    return max(set(layers), key=layers.count) if layers else "InfiniBand"
+
+
+def nics_used(sc: dict[str, Any]) -> int | None:
+    """The most HCAs one host's ranks named in their ``NET/IB : Using`` lines."""
+    return max((len(v) for v in sc["hcas_by_host"].values()), default=0) or None
+
+
 def nic_count(sc: dict[str, Any]) -> int | None:
-    """NICs a node used: the most HCAs one host's ranks named, else the facts' active ports."""
-    if sc["hcas_by_host"]:
-        return max(len(v) for v in sc["hcas_by_host"].values())
-    ports = _nic_ports(sc)
-    return len(ports) or None
+    """NICs a node has for the class: the facts' active ports of the link layer in use (what the
+    hardware gives), else the HCAs NCCL named."""
+    return len(nic_ports(sc, rdma_layer(sc))) or nics_used(sc)
 
 
 def _nearest(rate: float | None, choices: dict[int, str]) -> str | None:
@@ -108,7 +121,7 @@ def _nearest(rate: float | None, choices: dict[int, str]) -> str | None:
 
 def _socket_speed_gbit(sc: dict[str, Any]) -> float | None:
     for f in sc["facts"][:1]:
-        for i in _section(f, "network").get("interfaces") or []:
+        for i in section(f, "network").get("interfaces") or []:
             if i.get("name") in sc["interfaces"] and i.get("speed_mbps"):
                 return i["speed_mbps"] / 1000
     return None
@@ -131,15 +144,13 @@ def network_class(sc: dict[str, Any], model: str | None) -> tuple[str | None, li
         return "gcp-tcpxo", []
     if "tcpx" in net:
         return "gcp-tcpx", []
-    if net.startswith(("ib", "gib")):
-        layers = {h.rsplit("/", 1)[-1] for h in sc["hcas"] if "/" in h}
-        ports = _nic_ports(sc)
-        layers |= {"RoCE" if p["layer"] == "Ethernet" else "IB" for p in ports if p["layer"]}
-        rates = [p["rate"] for p in ports if p["rate"]]
+    if net.startswith(("ib", "gib")) or (net == "socket" and nic_ports(sc)):
+        # the RDMA ports' class; Socket over them is a limit (ncclcheck.expected.limits)
+        layer = rdma_layer(sc)
+        rates = [p["rate"] for p in nic_ports(sc, layer) if p["rate"]]
         if not rates:
             return None, ["the NICs' link rate (ibstat): give the nodes' facts (--probe FACTS)"]
-        choices = ROCE_CLASSES if layers == {"RoCE"} else IB_CLASSES
-        found = _nearest(max(rates), choices)
+        found = _nearest(max(rates), ROCE_CLASSES if layer == "Ethernet" else IB_CLASSES)
         return found, [] if found else [f"a class for {max(rates):g} Gb/s NICs"]
     if net == "socket":
         speed = _socket_speed_gbit(sc)

@@ -15,7 +15,7 @@ from ncclcheck.expected import classify as cl, table
 def transport_limits(sc: dict[str, Any]) -> list[str]:
     """Socket where RDMA ports are up; GDR off on a NET path."""
     out = []
-    ports = cl._nic_ports(sc)
+    ports = cl.nic_ports(sc, cl.rdma_layer(sc))
     if (sc["network"] or "").lower() == "socket" and ports:
         out.append(f"NCCL used Socket (TCP) though RDMA ports are up ({', '.join(p['name'] for p in ports[:4])}): "
                    "check NCCL_IB_DISABLE, NCCL_NET, libibverbs")
@@ -38,7 +38,7 @@ def p2p_limits(sc: dict[str, Any]) -> list[str]:
         out.append(f"P2P off ({why}): NCCL copies through host memory (SHM), which gives "
                    f"{shm[0]:g}-{shm[1]:g} GB/s (class pcie-sys-shm)")
     for f in sc["facts"][:1]:
-        gpu = cl._section(f, "gpu")
+        gpu = cl.section(f, "gpu")
         matrix = (gpu.get("topology") or {}).get("matrix") or []
         labels = (gpu.get("topology") or {}).get("labels") or []
         gidx = [i for i, lab in enumerate(labels) if str(lab).startswith("GPU")]
@@ -54,18 +54,22 @@ def p2p_limits(sc: dict[str, Any]) -> list[str]:
 def nic_limits(sc: dict[str, Any], found: dict[str, Any]) -> list[str]:
     """Fewer NICs than GPUs per node; a port slower than its peers; a small MTU."""
     out = []
-    nics, per_node = found.get("nics"), sc["per_node"] or 0
+    nics, per_node = cl.nics_used(sc) or found.get("nics"), sc["per_node"] or 0
     if nics and per_node and nics < per_node and found.get("class") and \
             table.by_id(found["class"]).get("per") == "nic":
         out.append(f"{nics} NIC{'s' if nics != 1 else ''} for {per_node} GPUs per node: the node's "
                    "network is the sum of its NICs")
-    ports = cl._nic_ports(sc)
+    ports = cl.nic_ports(sc, cl.rdma_layer(sc))
+    used = cl.nics_used(sc)
+    if used and ports and used < len(ports):
+        out.append(f"NCCL used {used} of the {len(ports)} active ports "
+                   f"({', '.join(sorted(next(iter(sc['hcas_by_host'].values()))))}): check NCCL_IB_HCA")
     rates = [p["rate"] for p in ports if p["rate"]]
     for p in ports:
         if p["rate"] and rates and p["rate"] < max(rates):
             out.append(f"{p['name']} negotiated {p['rate']:g} Gb/s, its peers {max(rates):g}")
     for f in sc["facts"][:1]:
-        for i in cl._section(f, "network").get("interfaces") or []:
+        for i in cl.section(f, "network").get("interfaces") or []:
             used = i.get("name") in sc["interfaces"] or i.get("name") in {p["netdev"] for p in ports}
             if used and i.get("mtu") and i["mtu"] < 4000 and (i.get("speed_mbps") or 0) >= 100000:
                 out.append(f"{i['name']} MTU {i['mtu']} on a {i['speed_mbps'] // 1000} Gb/s link "

@@ -62,6 +62,17 @@ def envelope(ids: list[str], nics: int = 8) -> tuple[float, float]:
     return min(r[0] for r in ranges if r), max(r[1] for r in ranges if r)
 
 
+def intra_node_top(sc: dict[str, Any], model: str | None) -> tuple[str, float] | None:
+    """(class, top) of the NVLink class inside one node, which bounds a multi-node figure."""
+    names = sc["gpu_names"]
+    if not names or not model or (sc["per_node"] or 0) < 2:
+        return None
+    found, _ = cl.node_class(sc, model, names)
+    if not found or not found.startswith("nvlink-"):
+        return None
+    return found, float(table.by_id(found)["busbw_gbps"][1])
+
+
 def expect(doc: dict[str, Any], facts: list[dict[str, Any]] | None = None,
            link_rate_gbps: float | None = None) -> dict[str, Any]:
     """The ``expected`` object for one bench document."""
@@ -99,6 +110,10 @@ def expect(doc: dict[str, Any], facts: list[dict[str, Any]] | None = None,
     if sc["nodes"] == 2 and entries[0]["kind"] not in ("nvlink", "pcie") and sc["world"]:
         high *= 2 * (sc["world"] - 1) / sc["world"]
         out["notes"].append(TWO_NODE_NOTE)
+    cap = intra_node_top(sc, found["model"])
+    if sc["nodes"] >= 2 and cap and high > cap[1]:
+        high, low = cap[1], min(low, cap[1])
+        out["notes"].append(f"capped at {cap[1]:g} GB/s, the top of {cap[0]} (the nodes' NVLink)")
     out["range"] = [round(low, 6), round(high, 6)]
     if doc.get("op") not in out["collectives"]:
         out["notes"].append(f"the table holds for {', '.join(out['collectives'])}; "
