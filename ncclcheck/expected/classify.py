@@ -79,16 +79,27 @@ def shaped_rate(sc: dict[str, Any]) -> tuple[float | None, str | None]:
     return None, None
 
 
-def nic_ports(sc: dict[str, Any], layer: str | None = None) -> list[dict[str, Any]]:
-    """Active RDMA ports in the facts (of one link layer, when given): name, layer, rate."""
-    out = []
-    for f in sc["facts"][:1]:
+def ports_by_host(sc: dict[str, Any], layer: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every node's RDMA ports in the facts (of one link layer, when given): name, layer,
+    rate (Gb/s), state, netdev."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for f in sc["facts"]:
+        host = str(f.get("hostname") or section(f, "host").get("hostname") or "?")
+        ports = out.setdefault(host, [])
         for dev in section(f, "ib").get("devices") or []:
             for p in dev.get("ports") or []:
-                if p.get("state") == "ACTIVE" and layer in (None, p.get("link_layer")):
-                    out.append({"name": dev.get("name"), "layer": p.get("link_layer"),
-                                "rate": p.get("rate_gbps"), "netdev": p.get("netdev")})
+                if layer in (None, p.get("link_layer")):
+                    ports.append({"name": dev.get("name"), "layer": p.get("link_layer"),
+                                  "rate": p.get("rate_gbps"), "netdev": p.get("netdev"),
+                                  "state": p.get("state")})
     return out
+
+
+def nic_ports(sc: dict[str, Any], layer: str | None = None) -> list[dict[str, Any]]:
+    """The active RDMA ports of the node with the most of them (what the hardware gives)."""
+    active = [[p for p in ports if p["state"] == "ACTIVE"]
+              for ports in ports_by_host(sc, layer).values()]
+    return max(active, key=len, default=[])
 
 
 def rdma_layer(sc: dict[str, Any]) -> str:
@@ -131,7 +142,7 @@ def network_class(sc: dict[str, Any], model: str | None) -> tuple[str | None, li
     """The class of a multi-node run's network, or what is missing to tell."""
     rate, _ = shaped_rate(sc)
     net = (sc["network"] or "").lower()
-    if rate and (sc["backend"] == "gloo" or net in ("", "socket")):
+    if rate and (sc["backend"] == "gloo" or net == "" or (net == "socket" and not nic_ports(sc))):
         return "tcp-shaped", []
     if sc["backend"] == "gloo":
         speed = _socket_speed_gbit(sc)

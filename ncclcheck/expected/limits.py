@@ -1,8 +1,10 @@
 """What limits a low figure, named from the run's records and the facts (pure).
 
 Each check returns sentences naming the hop: the transport NCCL used (Socket where IB ports are
-up), GPUDirect RDMA off, P2P off or through SYS, fewer NICs than GPUs, a NIC that negotiated
+up), GPUDirect RDMA off, P2P off or through SYS, NICs down or left unused, a NIC that negotiated
 down, a small MTU, a link shaped slower than the others, messages too small to fill the link.
+Fewer NICs than GPUs sets the range itself (per-NIC classes count the NICs there are) and is a
+note of the verdict (:func:`fewer_nics_note`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ def transport_limits(sc: dict[str, Any]) -> list[str]:
     if (sc["network"] or "").lower() == "socket" and ports:
         out.append(f"NCCL used Socket (TCP) though RDMA ports are up ({', '.join(p['name'] for p in ports[:4])}): "
                    "check NCCL_IB_DISABLE, NCCL_NET, libibverbs")
-    if sc["gdr"] is False and any(p.startswith("NET/") for p in sc["paths"]):
+    if sc["gdr"] is False and any(p.startswith("NET/") and not p.startswith("NET/Socket")
+                                  for p in sc["paths"]):
         out.append("GPUDirect RDMA off: the NET channels have no /GDRDMA, data crosses host memory "
                    "(nvidia_peermem or DMA-BUF, NCCL_NET_GDR_LEVEL)")
     return out
@@ -51,23 +54,30 @@ def p2p_limits(sc: dict[str, Any]) -> list[str]:
     return out
 
 
-def nic_limits(sc: dict[str, Any], found: dict[str, Any]) -> list[str]:
-    """Fewer NICs than GPUs per node; a port slower than its peers; a small MTU."""
+def nic_limits(sc: dict[str, Any]) -> list[str]:
+    """NCCL using fewer ports than are up; a node with fewer ports up, or a host whose ranks
+    used fewer HCAs, than the others; a port slower than its peers; a small MTU."""
     out = []
-    nics, per_node = cl.nics_used(sc) or found.get("nics"), sc["per_node"] or 0
-    if nics and per_node and nics < per_node and found.get("class") and \
-            table.by_id(found["class"]).get("per") == "nic":
-        out.append(f"{nics} NIC{'s' if nics != 1 else ''} for {per_node} GPUs per node: the node's "
-                   "network is the sum of its NICs")
     ports = cl.nic_ports(sc, cl.rdma_layer(sc))
     used = cl.nics_used(sc)
     if used and ports and used < len(ports):
         out.append(f"NCCL used {used} of the {len(ports)} active ports "
                    f"({', '.join(sorted(next(iter(sc['hcas_by_host'].values()))))}): check NCCL_IB_HCA")
+    used = {h: len(v) for h, v in sc["hcas_by_host"].items()}
+    for host, n in sorted(used.items()):
+        if n < max(used.values()):
+            out.append(f"{host}'s ranks used {n} HCAs, the other nodes' {max(used.values())}")
     rates = [p["rate"] for p in ports if p["rate"]]
-    for p in ports:
-        if p["rate"] and rates and p["rate"] < max(rates):
-            out.append(f"{p['name']} negotiated {p['rate']:g} Gb/s, its peers {max(rates):g}")
+    for host, all_ports in sorted(cl.ports_by_host(sc, cl.rdma_layer(sc)).items()):
+        active = [p for p in all_ports if p["state"] == "ACTIVE"]
+        if len(active) < len(ports):
+            down = ", ".join(f"{p['name']} {p['state']}" for p in all_ports
+                             if p["state"] != "ACTIVE")
+            out.append(f"{host}: {len(active)} of the {len(ports)} ports active ({down})")
+        for p in active:
+            if p["rate"] and rates and p["rate"] < max(rates):
+                out.append(f"{host}: {p['name']} negotiated {p['rate']:g} Gb/s, its peers "
+                           f"{max(rates):g}")
     for f in sc["facts"][:1]:
         for i in cl.section(f, "network").get("interfaces") or []:
             used = i.get("name") in sc["interfaces"] or i.get("name") in {p["netdev"] for p in ports}
@@ -88,6 +98,20 @@ def shaped_limits(sc: dict[str, Any]) -> list[str]:
                            f"by tc ({link.get('qdisc')}), below the {rate * 8000:g} Mbit/s "
                            f"of the others ({how})")
     return out
+
+
+def fewer_nics_note(nics: int | None, per_node: int | None) -> list[str]:
+    """Fewer NICs than GPUs per node: the range is for the NICs there are.
+
+    >>> fewer_nics_note(4, 8)
+    ['4 NICs for 8 GPUs per node: the range is for 4 NICs (one per GPU would double it)']
+    """
+    if not nics or not per_node or nics >= per_node:
+        return []
+    times = per_node / nics
+    more = "double it" if times == 2 else f"give {times:g} x"
+    return [f"{nics} NIC{'s' if nics != 1 else ''} for {per_node} GPUs per node: the range is for "
+            f"{nics} NIC{'s' if nics != 1 else ''} (one per GPU would {more})"]
 
 
 def size_limit(max_bytes: int | None, entry: dict[str, Any]) -> list[str]:

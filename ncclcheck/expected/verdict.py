@@ -96,6 +96,7 @@ def expect(doc: dict[str, Any], facts: list[dict[str, Any]] | None = None,
                                 f"({found['rate_gbps']:.4g} GB/s), from {found.get('rate_from')}")
         if found["nics"]:
             out["notes"].append(f"{found['nics']} NIC(s) per node")
+            out["notes"] += lim.fewer_nics_note(found["nics"], sc["per_node"])
     else:
         rng = envelope(ids)
         out["class"] = f"any network, {sc['per_node']} x {found['model']} per node"
@@ -125,7 +126,7 @@ def expect(doc: dict[str, Any], facts: list[dict[str, Any]] | None = None,
     out["ratio"] = round(value / high, 4) if high else None
     out["verdict"] = judge(value, low, high)
     if out["verdict"] == "low":
-        out["limits"] = (lim.transport_limits(sc) + lim.p2p_limits(sc) + lim.nic_limits(sc, found)
+        out["limits"] = (lim.transport_limits(sc) + lim.p2p_limits(sc) + lim.nic_limits(sc)
                          + lim.shaped_limits(sc) + lim.ranks_share_gpu(sc)
                          + lim.size_limit(largest, entries[0]))
         if not out["limits"]:

@@ -161,7 +161,7 @@ def test_gdr_off_and_fewer_nics_are_named(tmp_path):
     assert exp["range"][0] == 44 * 8  # the 8 NDR ports the facts show up
     assert any(x.startswith("NCCL used 2 of the 8 active ports (mlx5_0, mlx5_3)") for x in exp["limits"])
     assert any(x.startswith("GPUDirect RDMA off") for x in exp["limits"])
-    assert any(x.startswith("2 NICs for 8 GPUs per node") for x in exp["limits"])
+    assert not any("NICs for 8 GPUs" in x for x in exp["limits"])  # the ports say more
 
 
 def test_messages_too_small_are_named():
@@ -190,3 +190,23 @@ def test_h100_nvls_off_is_judged_against_the_ring_class(tmp_path):
                                                      [(GiB, 360.0)]))
     exp = import_file(tmp_path / "on.txt")["expected"]
     assert (exp["class"], exp["verdict"]) == ("nvlink-h100-8", "low")
+
+
+def test_fewer_nics_than_gpus_sets_the_range_and_says_so(tmp_path):
+    facts = json.loads(H100_IB.read_text())
+    for dev in facts["sections"]["ib"]["data"]["devices"]:
+        if dev["name"] in ("mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5"):  # 4 of the 8 NDR ports left
+            continue
+        for port in dev["ports"]:
+            if port["link_layer"] == "InfiniBand":
+                port["state"] = "DOWN"
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    info = [f"{h}:{p}:{p} [0] NCCL INFO Using network IB" for h, p in (("h1", 1000), ("h2", 2000))]
+    (tmp_path / "ar.txt").write_text(nccl_tests_text("NVIDIA H100 80GB HBM3", ["h1", "h2"], 8,
+                                                     info, [(GiB, 180.0), (4 * GiB, 185.0)]))
+    out = run_cli("bench", "--import", str(tmp_path / "ar.txt"), "--probe",
+                  str(tmp_path / "facts.json"), "--json")
+    exp = json.loads(out.stdout)["expected"]
+    assert exp["class"] == "ib-ndr" and exp["range"][0] == 44 * 4 and exp["verdict"] == "normal"
+    assert "4 NICs for 8 GPUs per node: the range is for 4 NICs (one per GPU would double it)" \
+        in exp["notes"]
