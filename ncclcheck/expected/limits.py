@@ -78,12 +78,14 @@ def nic_limits(sc: dict[str, Any]) -> list[str]:
             if p["rate"] and rates and p["rate"] < max(rates):
                 out.append(f"{host}: {p['name']} negotiated {p['rate']:g} Gb/s, its peers "
                            f"{max(rates):g}")
-    for f in sc["facts"][:1]:
+    netdevs = {p["netdev"] for p in ports} | set(sc["interfaces"])
+    for f in sc["facts"]:
+        host = f.get("hostname") or "?"
         for i in cl.section(f, "network").get("interfaces") or []:
-            used = i.get("name") in sc["interfaces"] or i.get("name") in {p["netdev"] for p in ports}
-            if used and i.get("mtu") and i["mtu"] < 4000 and (i.get("speed_mbps") or 0) >= 100000:
-                out.append(f"{i['name']} MTU {i['mtu']} on a {i['speed_mbps'] // 1000} Gb/s link "
-                           "(jumbo frames: 9000, RoCE 4200)")
+            if i.get("name") in netdevs and i.get("mtu") and i["mtu"] < 4000 and \
+                    (i.get("speed_mbps") or 0) >= 100000:
+                out.append(f"{host}: {i['name']} MTU {i['mtu']} on a {i['speed_mbps'] // 1000} "
+                           "Gb/s link (jumbo frames: 9000; RoCE ports 4200 for a 4096 RoCE MTU)")
     return out
 
 

@@ -210,3 +210,23 @@ def test_fewer_nics_than_gpus_sets_the_range_and_says_so(tmp_path):
     assert exp["class"] == "ib-ndr" and exp["range"][0] == 44 * 4 and exp["verdict"] == "normal"
     assert "4 NICs for 8 GPUs per node: the range is for 4 NICs (one per GPU would double it)" \
         in exp["notes"]
+
+
+def test_a_port_negotiated_down_and_a_small_mtu_are_named(tmp_path):
+    facts = json.loads(H100_IB.read_text())
+    for dev in facts["sections"]["ib"]["data"]["devices"]:
+        if dev["name"] == "mlx5_4":
+            dev["ports"][0]["rate_gbps"] = 200
+    for iface in facts["sections"]["network"]["data"]["interfaces"]:
+        if iface["name"] == "ibp60s0":  # mlx5_4's netdev
+            iface["mtu"] = 1500
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    info = [f"{h}:{p}:{p} [0] NCCL INFO Using network IB" for h, p in (("h1", 1000), ("h2", 2000))]
+    (tmp_path / "ar.txt").write_text(nccl_tests_text("NVIDIA H100 80GB HBM3", ["h1", "h2"], 8,
+                                                     info, [(GiB, 200.0), (4 * GiB, 210.0)]))
+    exp = json.loads(run_cli("bench", "--import", str(tmp_path / "ar.txt"), "--probe",
+                             str(tmp_path / "facts.json"), "--json").stdout)["expected"]
+    assert exp["verdict"] == "low"
+    assert "h100-node-01: mlx5_4 negotiated 200 Gb/s, its peers 400" in exp["limits"]
+    assert any(x.startswith("h100-node-01: ibp60s0 MTU 1500 on a 400 Gb/s link")
+               for x in exp["limits"])
