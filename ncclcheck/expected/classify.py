@@ -181,7 +181,7 @@ def node_class(sc: dict[str, Any], model: str | None, names: list[str]) -> tuple
             return ("nvlink-a100-2-4" if count <= 4 else "nvlink-a100-8"), []
         if model in ("H100", "H200") and count >= 5:
             return ("nvlink-hopper-8-ring" if nvls_off else f"nvlink-{model.lower()}-8"), []
-        if model in ("H100", "H200", "H800", "H20") and count <= 4:
+        if model in ("H100", "H200", "H20") and count <= 4:
             return "nvlink-hopper-2-4", []
         if model in ("B200", "B300") and count >= 5:
             return "nvlink-b200-8", []
