@@ -230,3 +230,11 @@ def test_a_port_negotiated_down_and_a_small_mtu_are_named(tmp_path):
     assert "h100-node-01: mlx5_4 negotiated 200 Gb/s, its peers 400" in exp["limits"]
     assert any(x.startswith("h100-node-01: ibp60s0 MTU 1500 on a 400 Gb/s link")
                for x in exp["limits"])
+
+
+def test_a_probe_that_is_not_facts_is_one_line_and_exit_2():
+    out = run_cli("bench", "--import", str(TABLES / "superbench-a100-8gpu-all_gather.log"),
+                  "--probe", str(FIX / "reports" / "h100-ib" / "bench-all_reduce.json"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().endswith("is ncclcheck/bench, expected ncclcheck/facts or "
+                                       "ncclcheck/cluster")
