@@ -66,6 +66,7 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
         doc = import_file(req.import_path, req.op)
         if req.link_rate:
             doc["link_rate_gbps"] = req.link_rate
+        attach_expected(doc, req)
         write_outputs(doc, req, render_table(doc), err)
         return
     if req.compare:
@@ -87,11 +88,32 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
         return
     if note and isinstance(doc.get("launch"), dict):
         doc["launch"]["note"] = note
+    attach_expected(doc, req)
     text = stream.rest(doc) if stream is not None and stream.started else render_table(doc)
     write_outputs(doc, req, text, err)
     if doc.get("wrong_total"):
         raise NcclcheckError(f"{doc['wrong_total']} wrong elements (#wrong): the collective "
                              "returned incorrect data")
+
+
+def load_facts(paths: list[str]) -> list[dict[str, Any]]:
+    """The facts documents of ``--probe FILE`` (a facts or cluster document each)."""
+    from ncclcheck import schema
+
+    facts: list[dict[str, Any]] = []
+    for path in paths:
+        doc = schema.load(path, expect=("ncclcheck/facts", "ncclcheck/cluster"))
+        nodes = doc.get("nodes") if doc.get("schema") == "ncclcheck/cluster" else [doc]
+        facts += [n for n in nodes or [] if isinstance(n, dict)]
+    return facts
+
+
+def attach_expected(doc: dict[str, Any], req: BenchRequest) -> None:
+    """The run's ``expected`` object: its class, range, ratio, verdict and limits
+    (:mod:`ncclcheck.expected`), from its records, ``--probe`` facts and ``--link-rate``."""
+    from ncclcheck.expected.verdict import expect
+
+    doc["expected"] = expect(doc, load_facts(req.probe), req.link_rate)
 
 
 def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
@@ -119,6 +141,7 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
             continue
         if doc is None:
             return
+        attach_expected(doc, req)
         runs.append({"label": label, "env_file": path, "env": env, "bench": doc})
     doc = compare_document(runs)
     write_outputs(doc, req, render_compare(doc), err, to_file=len(failed) < len(runs))
@@ -137,4 +160,7 @@ def run_pairwise(req: BenchRequest, err: Any) -> None:
     doc = hunt(req, err)
     if doc is None:  # a non-zero rank inside a launcher
         return
+    from ncclcheck.expected.pairs import judge_pairs
+
+    doc["expected"] = judge_pairs(doc, req.link_rate)
     write_outputs(doc, req, render_pairwise(doc), err)

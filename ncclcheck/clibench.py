@@ -66,6 +66,9 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
               help="Keep the ranks' NCCL_DEBUG logs here (default: a temporary directory).")
 @click.option("--link-rate", type=click.FloatRange(min=0, min_open=True), metavar="GB/s",
               help="Link rate to report the peak busbw against (GB/s, 1e9 bytes/s).")
+@click.option("--probe", "probe_files", multiple=True, metavar="FACTS",
+              help="Facts of the nodes (ncclcheck probe/cluster JSON) for the expected-bandwidth "
+                   "verdict: NIC rates, NVLink, topology (repeatable).")
 @click.option("--pairwise", is_flag=True,
               help="Fleet hunt: rounds of node pairs (sendrecv at -e); name slow nodes and links.")
 @click.option("--rounds", type=click.IntRange(1), metavar="K",
@@ -85,7 +88,7 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
           import_path: str | None, nccl_log_dir: str | None, link_rate: float | None,
           as_json: bool, output: str | None, compare_files: tuple,
           launcher: str | None = None, pairwise: bool = False,
-          rounds: int | None = None) -> None:
+          rounds: int | None = None, probe_files: tuple = ()) -> None:
     """Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL or gloo).
 
     \b
@@ -96,6 +99,7 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
       torchrun --nproc-per-node 8 -m ncclcheck bench     # inside a launcher
       ncclcheck bench --compare a.env b.env              # candidate configurations
       ncclcheck bench --import all_reduce_perf.log --json
+      ncclcheck bench --import all_reduce_perf.log --probe facts.json  # judge it
       ncclcheck bench --pairwise --hostfile hosts -e 64M  # which node or link is slow
     """
     from ncclcheck.bench.command import BenchRequest
@@ -111,5 +115,5 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
         env_assignments=list(env_assignments), env_files=list(env_files), compare=compare,
         compare_files=list(compare_files), import_path=import_path, nccl_log_dir=nccl_log_dir,
         link_rate=link_rate, as_json=as_json, output=output, launcher=launcher,
-        pairwise=pairwise, rounds=rounds)
+        pairwise=pairwise, rounds=rounds, probe=list(probe_files))
     run_command(request, obj.out, obj.err)

@@ -86,11 +86,21 @@ CLUSTER = envelope("cluster", "ncclcheck cluster: the facts of every node, and w
     "differences": DIFFERENCES,
 }, ("nodes",))
 
+#: The expected-bandwidth verdict (ncclcheck/expected/verdict.py): every source a URL.
+EXPECTED = {"type": ["object", "null"], "properties": {
+    "class": OPT_STR, "title": OPT_STR,
+    "range": {"type": ["array", "null"], "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
+    "ratio": OPT_NUM, "measured_gbps": OPT_NUM,
+    "verdict": {"enum": ["normal", "low", "above the table", None]},
+    "sources": {"type": "array", "items": {"type": "string", "pattern": "^https://"}},
+    "limits": STRS, "missing": STRS, "notes": STRS}}
+
 _RUN_COMMON = {
     "source": OPT_STR, "op": OPT_STR, "dtype": OPT_STR, "backend": OPT_STR,
     "nodes": STRS, "world_size": {"type": ["integer", "null"], "minimum": 0},
     "peak_busbw_gbps": OPT_NUM, "avg_busbw_gbps": OPT_NUM, "link_rate_gbps": OPT_NUM,
     "env": ENV, "candidate_env": ENV, "wrong_total": {"type": ["integer", "null"]},
+    "expected": EXPECTED,
     "transport": {"type": ["object", "null"], "properties": {
         "per_rank": {"type": "array", "items": {"type": "object", "properties": {
             "hcas": {"type": ["array", "null"]}, "interfaces": {"type": ["array", "null"]}}}},

@@ -52,7 +52,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("processes", {"remote_process"}),
     ("machine below", {"native", "remote", "slurm", "watchdog"}),
     ("rooted reader", {"host"}),
-    ("facts and verdicts", {"probes", "rules", "signatures", "pairwise"}),
+    ("facts and verdicts", {"probes", "rules", "signatures", "pairwise", "expected"}),
     ("log parsing", {"logparse"}),
     ("measuring, judging, probing", {"bench", "judge", "probe"}),
     ("cluster", {"cluster", "recommend_text"}),

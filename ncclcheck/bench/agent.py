@@ -69,6 +69,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def shaped_links() -> list[dict[str, Any]]:
+    """The links ``tc`` shapes on this node (``tc qdisc show``, 5 s at most); [] without tc.
+    The expected-bandwidth verdict holds each link's figure against the rate it is shaped to."""
+    from ncclcheck.expected.qdisc import parse_qdiscs
+
+    tc = shutil.which("tc") or next((p for p in ("/usr/sbin/tc", "/sbin/tc")
+                                     if os.access(p, os.X_OK)), None)
+    if not tc:
+        return []
+    try:
+        out = subprocess.run([tc, "qdisc", "show"], capture_output=True, text=True, timeout=5,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return parse_qdiscs(out.stdout) if out.returncode == 0 else []
+
+
 def hello() -> dict[str, Any]:
     """What the launcher needs to know about this node before it plans the run."""
     from ncclcheck.bench.ifname import local_interfaces
@@ -78,7 +95,7 @@ def hello() -> dict[str, Any]:
     return {"ev": "hello", "hostname": socket.gethostname(), "gpus": visible_gpus(),
             "torch": importlib.util.find_spec("torch") is not None,
             "python": sys.executable, "ssh_server_addr": ssh[2] if len(ssh) >= 4 else None,
-            "addresses": addresses,
+            "addresses": addresses, "links": shaped_links(),
             "free_port": free_port(), "pid": os.getpid()}
 
 

@@ -49,6 +49,7 @@ class BenchRequest:
     launcher: str | None = None
     pairwise: bool = False
     rounds: int | None = None
+    probe: list[str] = dataclasses.field(default_factory=list)
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:

@@ -135,6 +135,9 @@ def import_nccl_tests(text: str, source: str = "nccl-tests output", op: str | No
         doc["avg_busbw_gbps"] = facts["avg_busbw_gbps"]
     else:
         doc["avg_busbw_gbps"] = footer_averages(rows)[0]
+    from ncclcheck.expected.verdict import expect
+
+    doc["expected"] = expect(doc)  # from the text alone; bench --probe adds the facts
     return doc
 
 

@@ -308,4 +308,7 @@ def run_multi_node(opts: BenchOptions, progress: Progress,
     doc = monitor.wait()
     doc["launch"] = {"mode": "ssh", "master_addr": master[0], "master_port": master[1],
                      "hosts": [t.label for t in targets]}
+    links = {t.label: h["links"] for t, h in zip(targets, hellos) if h.get("links")}
+    if links:  # the rates tc shapes the nodes' links to (ncclcheck.expected)
+        doc["launch"]["links"] = links
     return doc

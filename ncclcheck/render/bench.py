@@ -220,6 +220,9 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
             text += f", {100 * peak[0] / doc['link_rate_gbps']:.1f}% of {doc['link_rate_gbps']:g} GB/s"
         lines.append(text)
     lines.append(f"# Transport            : {describe_transport(doc)}")
+    from ncclcheck.render.expected import bench_lines
+
+    lines += bench_lines(doc.get("expected"))
     if doc.get("candidate_env"):
         lines.append("# Configuration        : " + " ".join(
             f"{k}={v}" for k, v in sorted(doc["candidate_env"].items())))

@@ -61,6 +61,9 @@ def render_pairwise(doc: dict[str, Any]) -> str:
         lines.append(f"missing pairs: {len(doc['missing_pairs'])} ("
                      + ", ".join("<->".join(p) for p in doc["missing_pairs"][:6])
                      + (", ..." if len(doc["missing_pairs"]) > 6 else "") + ")")
+    from ncclcheck.render.expected import pairwise_lines
+
+    lines.extend(pairwise_lines(doc.get("expected")))
     lines.extend(matrix_lines(doc))
     return "\n".join(lines) + "\n"
 

@@ -8,6 +8,7 @@ from markupsafe import Markup
 
 from ncclcheck.heatmap import heatmap, node_chart
 from ncclcheck.report.cells import text
+from ncclcheck.report.expected import pairwise_expected_view
 
 
 def _g(value: Any) -> str:
@@ -40,6 +41,7 @@ def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
                         else "-", "expected": _g(v.get("expected_gbps")),
                         "why": text(v.get("why"))} for v in doc["slow_links"]],
         "failed": [f["host"] for f in doc.get("failed") or []],
+        "expected": pairwise_expected_view(doc.get("expected")),
         "missing": len(doc.get("missing_pairs") or []),
         "heatmap": Markup(heatmap(doc["hosts"], doc["matrix"]["gbps"],
                                   fleet.get("median_gbps"), slow,

@@ -144,8 +144,11 @@ def cell_view(cell: Any) -> dict[str, str]:
             "wrong": text(cell.get("wrong"))}
 
 
-def run_view(r: dict[str, Any]) -> dict[str, Any]:
-    """One run's summary, its table and its transport."""
+def run_view(r: dict[str, Any], nodes: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One run's summary, its table, its transport and its expected-bandwidth verdict (judged
+    with the facts of ``nodes`` that are the run's)."""
+    from ncclcheck.report.expected import expected_for, expected_view
+
     b = r["bench"]
     versions = b.get("versions") if isinstance(b.get("versions"), dict) else {}
     rows = [{"size": size_text(row.get("size_bytes")), "size_bytes": text(row.get("size_bytes")),
@@ -170,4 +173,5 @@ def run_view(r: dict[str, Any]) -> dict[str, Any]:
         "candidate_env": [{"name": str(k), "value": str(v)}
                           for k, v in (b.get("candidate_env") or {}).items()],
         "rows": rows, "transport": transport_view(b.get("transport")),
+        "expected": expected_view(expected_for(b, nodes or [])),
     }
