@@ -5,15 +5,17 @@
 * ``sysctl``: ``rp_filter``, ``arp_ignore`` and ``arp_announce`` for ``all``, ``default`` and
   each interface (``/proc/sys/net/ipv4/conf/<if>/``); the kernel applies the larger of ``all``
   and the interface's ``rp_filter``, and the larger ``arp_ignore`` / ``arp_announce``;
-* ``firewall``: the INPUT chain as ``iptables -S INPUT`` prints it (``iptables-nft`` shows the
+* ``firewall``: the INPUT chain as ``iptables -S`` prints it (``iptables-nft`` shows the
   nftables rules made through it), else the input hooks of ``nft list ruleset``, and whether ufw
-  is enabled (``/etc/ufw/ufw.conf``). ``readable`` is False, with ``why``, when neither tool
+  is enabled (``/etc/ufw/ufw.conf``); ``chains`` holds every chain of both listings (ufw's and
+  firewalld's included) and ``bases`` the input-hook chains with their policies, which
+  net-firewall-blocks-peers walks as the kernel does. ``readable`` is False, with ``why``, when neither tool
   answers (not root, not installed): then nothing is known, which the section's errors say;
 * ``resolve``: the addresses ``/etc/hosts`` gives the hostname and ``MASTER_ADDR``;
 * ``identity``: the kernel's ``boot_id`` and this process's network namespace
   (``/proc/self/ns/net``), which tell two facts documents from one machine apart by namespace.
 
-Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S INPUT; getent hosts $(hostname)``.
+Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S; nft list ruleset; getent hosts $(hostname)``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,80 @@ def parse_iptables_input(text: Optional[str]) -> tuple[Optional[str], list[str]]
         elif fields[:2] == ["-A", "INPUT"]:
             rules.append(" ".join(fields[2:]))
     return policy, rules
+
+
+def parse_iptables_chains(text: Optional[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``iptables -S`` (the whole filter table) -> (policies of the built-in chains, every
+    chain's rules), so the rule can follow INPUT's jumps into ufw's or firewalld's chains.
+
+    As Ubuntu's ufw writes it after ``ufw default deny incoming; ufw allow from 10.0.0.0/8``
+    (cut):
+
+    >>> text = ("-P INPUT DROP\\n-N ufw-before-input\\n-N ufw-user-input\\n"
+    ...         "-A INPUT -j ufw-before-input\\n-A ufw-before-input -i lo -j ACCEPT\\n"
+    ...         "-A ufw-before-input -j ufw-user-input\\n"
+    ...         "-A ufw-user-input -s 10.0.0.0/8 -j ACCEPT\\n")
+    >>> policies, chains = parse_iptables_chains(text)
+    >>> policies, chains["ufw-user-input"], sorted(chains)
+    ({'INPUT': 'DROP'}, ['-s 10.0.0.0/8 -j ACCEPT'], ['INPUT', 'ufw-before-input', 'ufw-user-input'])
+    """
+    policies: dict[str, str] = {}
+    chains: dict[str, list[str]] = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0] == "-P":
+            policies[fields[1]] = fields[2].upper()
+            chains.setdefault(fields[1], [])
+        elif len(fields) >= 2 and fields[0] == "-N":
+            chains.setdefault(fields[1], [])
+        elif len(fields) >= 2 and fields[0] == "-A":
+            chains.setdefault(fields[1], []).append(line.split(None, 2)[2] if len(fields) > 2 else "")
+    return policies, chains
+
+
+_NFT_TABLE = re.compile(r"^\s*table\s+(\S+)\s+(\S+)\s*\{")
+
+
+def parse_nft_chains(text: Optional[str]) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """``nft list ruleset`` -> (its input-hook base chains with their policies, the rules of
+    every chain keyed ``"<family> <table>/<chain>"``), for the rule to walk.
+
+    firewalld's input chain (cut) and the zone chain it jumps to:
+
+    >>> text = ('table inet firewalld {\\n  chain filter_INPUT {\\n'
+    ...         '    type filter hook input priority filter + 10; policy accept;\\n'
+    ...         '    ct state established,related accept\\n    jump filter_INPUT_ZONES\\n'
+    ...         '    reject with icmpx admin-prohibited\\n  }\\n'
+    ...         '  chain filter_INPUT_ZONES {\\n    goto filter_IN_public\\n  }\\n}\\n')
+    >>> found, chains = parse_nft_chains(text)
+    >>> found
+    [{'chain': 'inet firewalld/filter_INPUT', 'policy': 'ACCEPT', 'syntax': 'nft'}]
+    >>> chains["inet firewalld/filter_INPUT_ZONES"]
+    ['goto filter_IN_public']
+    """
+    found: list[dict[str, str]] = []
+    chains: dict[str, list[str]] = {}
+    table, chain = "", None
+    for line in (text or "").splitlines():
+        head = _NFT_TABLE.match(line)
+        if head:
+            table, chain = f"{head.group(1)} {head.group(2)}", None
+            continue
+        named = _NFT_CHAIN.match(line)
+        if named:
+            chain = f"{table}/{named.group(1)}"
+            chains[chain] = []
+            continue
+        if chain is None:
+            continue
+        hook = _NFT_HOOK.search(line)
+        if hook:
+            found.append({"chain": chain, "policy": hook.group(1).upper(), "syntax": "nft"})
+        elif line.strip() == "}":
+            chain = None
+        elif line.strip() and not line.strip().startswith("type "):
+            chains[chain].append(line.strip())
+    return found, chains
 
 
 def parse_nft_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
@@ -151,23 +227,45 @@ def _sysctls(host: Host) -> dict[str, dict[str, Optional[int]]]:
     return {n: {k: parse_int(host.read(f"{base}/{n}/{k}")) for k in SYSCTLS} for n in names}
 
 
+def _walkable(ipt: Any, nft: Any) -> dict[str, Any]:
+    """Every chain the rule may walk and the input-hook base chains, from both tools: iptables'
+    filter table (legacy or iptables-nft) and the native nftables tables; the tables
+    iptables-nft writes (``ip filter``, ``ip6 filter``) are taken from iptables' listing."""
+    chains: dict[str, list[str]] = {}
+    found: list[dict[str, str]] = []
+    if ipt.ok:
+        policies, chains = parse_iptables_chains(ipt.stdout)
+        found.append({"chain": "INPUT", "policy": policies.get("INPUT", "ACCEPT"),
+                      "syntax": "iptables"})
+    if nft.ok:
+        nft_bases, nft_chains = parse_nft_chains(nft.stdout)
+        skip = ("ip filter/", "ip6 filter/") if ipt.ok else ()
+        chains.update({k: v for k, v in nft_chains.items() if not k.startswith(skip)})
+        found += [b for b in nft_bases if not b["chain"].startswith(skip + ("ip6 ",))]
+    return {"chains": chains, "bases": found}
+
+
 def _firewall(host: Host, errors: list[str]) -> dict[str, Any]:
     ufw = parse_ufw_conf(host.read("etc/ufw/ufw.conf"))
-    ipt = host.run(["iptables", "-S", "INPUT"])
+    ipt = host.run(["iptables", "-S"])
+    nft = host.run(["nft", "list", "ruleset"])
+    walkable = _walkable(ipt, nft)
+    span = (host.read("proc/sys/net/ipv4/ip_local_port_range") or "").split()
+    walkable["local_port_range"] = [int(p) for p in span[:2]] if len(span) >= 2 and all(
+        p.isdigit() for p in span[:2]) else None
     found = None
     if ipt.ok:
         policy, rules = parse_iptables_input(ipt.stdout)
         found = {"readable": True, "tool": "iptables", "input_policy": policy,
-                 "input_rules": rules, "ufw_active": ufw, "why": None}
+                 "input_rules": rules, "ufw_active": ufw, "why": None, **walkable}
         if policy in ("DROP", "REJECT"):
             return found
     # native nftables tables (inet filter) do not show in `iptables -S`
-    nft = host.run(["nft", "list", "ruleset"])
     if nft.ok:
         policy, rules = parse_nft_input(nft.stdout)
         if policy or found is None:
             return {"readable": True, "tool": "nft", "input_policy": policy or "ACCEPT",
-                    "input_rules": rules, "ufw_active": ufw, "why": None}
+                    "input_rules": rules, "ufw_active": ufw, "why": None, **walkable}
     if found:
         return found
     why = f"{ipt.why_failed()}; {nft.why_failed()}"

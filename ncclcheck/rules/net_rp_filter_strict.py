@@ -46,4 +46,5 @@ RULE = Rule(
          "networking_troubleshooting.html",
     fix="Set rp_filter=2 (loose) on all and on each NIC, or 0; or one subnet per NIC.",
     check=check,
+    peers=True,
 )

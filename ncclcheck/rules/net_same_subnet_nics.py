@@ -105,4 +105,5 @@ RULE = Rule(
     fix=("One subnet per interface (narrower masks), or arp_ignore=1/arp_announce=2 plus route "
          "metrics or policy routing; or select one interface with NCCL_SOCKET_IFNAME."),
     check=check,
+    peers=True,
 )
