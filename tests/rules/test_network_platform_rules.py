@@ -31,7 +31,7 @@ EXPECTED = {
                                   "hgx-fm-failed": "error"},
     "cluster-rail-cross-nic": {"gpu01": "warning", "gpu02": "warning"},
     "cluster-ranks-split-netns": {"pod-gpu0": "warning", "pod-gpu1": "warning", "dgx-07": "error"},
-    "gpu-cuda-driver-too-old": {"old-major": "error", "old-minor": "warning"},
+    "gpu-cuda-driver-too-old": {"old-major": "error", "compat-unused": "error"},
 }
 
 
@@ -104,3 +104,13 @@ def test_split_netns_fix_is_version_gated():
     [err] = [f for f in evaluate([BY_ID["cluster-ranks-split-netns"]], newer)["findings"]
              if f["severity"] == "error"]
     assert "NCCL_IPC_USE_ABSTRACT_SOCKET=0 with a /tmp" in err["fix"]
+
+
+def test_forward_compatibility_on_the_library_path_is_info():
+    nodes = load("gpu-cuda-driver-too-old", "fail")
+    [unused] = evaluate([BY_ID["gpu-cuda-driver-too-old"]], nodes[1:])["findings"]
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda-12.4/compat:$LD_LIBRARY_PATH" in unused["fix"]
+    used = copy.deepcopy(nodes[1])
+    used["sections"]["env"]["data"]["other"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat:/usr/lib"
+    [f] = evaluate([BY_ID["gpu-cuda-driver-too-old"]], [used])["findings"]
+    assert f["severity"] == "info" and "forward compatibility" in f["message"]
