@@ -29,6 +29,7 @@ from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, absent, fact, hostname
 from ncclcheck.rules.common import configured, per_node
+from ncclcheck.rules.vendors import plugin_profiles
 
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 
@@ -51,9 +52,14 @@ def active_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def net_plugin(facts: dict[str, Any]) -> str | None:
-    """The external net plugin NCCL would open on this node, or None."""
+    """The external net plugin NCCL would open on this node, or a vendor plugin it carries (gIB
+    on disk is loaded through the vendor's LD_LIBRARY_PATH), or None."""
     choice = fact(facts, "nccl.net_plugin") or {}
-    return choice.get("path") if isinstance(choice, dict) else None
+    path = choice.get("path") if isinstance(choice, dict) else None
+    if path:
+        return path
+    vendors = plugin_profiles(facts)
+    return vendors[0].name if vendors else None
 
 
 READY, UNKNOWN, BROKEN, NONE = "ready", "unknown", "broken", "none"
@@ -233,7 +239,7 @@ RULE = Rule(
     title="Pin IB when every node can use it, never downgrade on our own",
     severity=Severity.WARNING,
     reads=("nccl.ibverbs", "nccl.net_plugin", "ib.devices?", "ib.dev_infiniband?", "env.nccl?",
-           "nccl.conf_env?"),
+           "nccl.conf_env?", "nccl.net_plugins?", "env.other?"),
     sets=("NCCL_NET",),
     why=("NCCL picks the first network that initialises: an external plugin, then IB, then "
          "Socket, and NCCL_NET (compared without case) forces one (src/net.cc up to v2.25.1-1, "
