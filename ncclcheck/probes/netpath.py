@@ -2,6 +2,9 @@
 
 * ``routes``: every IPv4 route of the main table (``/proc/net/route``), so two routes to one
   subnet through different interfaces (NVIDIA/nccl#1581) can be named;
+* ``policy``: the policy-routing rules (``ip -4 rule show``, the kernel's three defaults left
+  out) and the routes of every table but main and local (``ip -4 route show table all``), so
+  a route out of a routed-L3 rail (a /31 per NIC, a table per NIC) is not missed;
 * ``sysctl``: ``rp_filter``, ``arp_ignore`` and ``arp_announce`` for ``all``, ``default`` and
   each interface (``/proc/sys/net/ipv4/conf/<if>/``); the kernel applies the larger of ``all``
   and the interface's ``rp_filter``, and the larger ``arp_ignore`` / ``arp_announce``;
@@ -221,6 +224,62 @@ def parse_hosts(text: Optional[str], name: Optional[str]) -> list[str]:
     return out
 
 
+_DEFAULT_RULES = ("from all lookup local", "from all lookup main", "from all lookup default")
+
+
+def parse_ip_rules(text: Optional[str]) -> list[str]:
+    """``ip -4 rule show`` -> the policy-routing rules other than the kernel's three defaults.
+
+    As a routed-L3 RoCE node prints it (one table per rail, chosen by source address):
+
+    >>> parse_ip_rules("0:\\tfrom all lookup local\\n100:\\tfrom 10.1.0.1 lookup rail0\\n"
+    ...                "32766:\\tfrom all lookup main\\n32767:\\tfrom all lookup default\\n")
+    ['from 10.1.0.1 lookup rail0']
+    """
+    out = []
+    for line in (text or "").splitlines():
+        rule = " ".join(line.partition(":")[2].split())
+        if rule and rule not in _DEFAULT_RULES:
+            out.append(rule)
+    return out
+
+
+def parse_table_routes(text: Optional[str]) -> list[dict[str, Any]]:
+    """``ip -4 route show table all`` -> the routes of tables other than main and local
+    (``/proc/net/route`` holds main): destination, gateway, interface, table.
+
+    >>> parse_table_routes("default via 10.1.0.0 dev eth1 table rail0 onlink\\n"
+    ...                    "10.1.0.0/31 dev eth1 table rail0 proto kernel scope link src 10.1.0.1\\n"
+    ...                    "10.0.0.0/24 dev eth0 proto kernel scope link src 10.0.0.5\\n"
+    ...                    "local 10.1.0.1 dev eth1 table local proto kernel scope host\\n")
+    [{'destination': '0.0.0.0/0', 'gateway': '10.1.0.0', 'interface': 'eth1', 'table': 'rail0'}, {'destination': '10.1.0.0/31', 'gateway': None, 'interface': 'eth1', 'table': 'rail0'}]
+    """
+    out = []
+    for line in (text or "").splitlines():
+        words = line.split()
+        if not words or words[0] in ("local", "broadcast", "anycast", "multicast", "unreachable",
+                                     "prohibit", "blackhole", "throw", "nat"):
+            continue
+        keyed = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w in ("via", "dev", "table")}
+        table = keyed.get("table", "main")
+        if table in ("main", "local", "254", "255"):
+            continue
+        dest = "0.0.0.0/0" if words[0] == "default" else words[0]
+        out.append({"destination": dest, "gateway": keyed.get("via"),
+                    "interface": keyed.get("dev"), "table": table})
+    return out
+
+
+def _policy(host: Host) -> dict[str, Any]:
+    rules = host.run(["ip", "-4", "rule", "show"])
+    routes = host.run(["ip", "-4", "route", "show", "table", "all"])
+    if not (rules.ok and routes.ok):
+        return {"readable": False, "rules": [], "routes": [],
+                "why": rules.why_failed() if not rules.ok else routes.why_failed()}
+    return {"readable": True, "rules": parse_ip_rules(rules.stdout),
+            "routes": parse_table_routes(routes.stdout), "why": None}
+
+
 def _sysctls(host: Host) -> dict[str, dict[str, Optional[int]]]:
     base = "proc/sys/net/ipv4/conf"
     names = sorted(host.listdir(base), key=lambda n: (n not in ("all", "default"), natural_key(n)))
@@ -282,6 +341,7 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
     netns = host.readlink("proc/self/ns/net")
     return {
         "routes": parse_routes(host.read("proc/net/route")),
+        "policy": _policy(host),
         "sysctl": _sysctls(host),
         "firewall": _firewall(host, errors),
         "resolve": {"source": "/etc/hosts" if hosts_text is not None else None,

@@ -249,3 +249,68 @@ def test_no_single_node_gets_a_peer_error(label, node):
     data(alone, "env")["other"] = {}
     findings = evaluate(NODE_RULES, [alone])["findings"]
     assert not [f for f in findings if f["rule"] in PEER_RULES and f["severity"] == "error"], label
+
+
+# -- 6. 8-rail RoCE, routed L3: a /31 per NIC, routes in per-NIC policy tables --------------------
+
+def routed_l3(policy_readable: bool = True) -> list[dict]:
+    """a100-roce-bond's RoCE ports as eight rails, each netdev on a /31 whose gateway is in a
+    table of its own chosen by source address (ip rule), the main table holding only the /31s."""
+    nodes = []
+    for n in range(2):
+        doc = host("a100-roce-bond")
+        doc["hostname"] = f"roce-{n}"
+        devices = [{"name": f"mlx5_{k}", "ports": [{"port": 1, "state": "ACTIVE",
+                                                    "link_layer": "Ethernet", "netdev": f"rail{k}"}]}
+                   for k in range(8)]
+        data(doc, "ib")["devices"] = devices
+        net = data(doc, "network")
+        ifaces, rules, routes, main = [], [], [], []
+        for k in range(8):
+            me = f"10.{k}.{n}.1"
+            ifaces.append({"name": f"rail{k}", "kind": "physical", "operstate": "up",
+                           "ipv4": [{"address": me, "prefix": 31, "subnet": f"10.{k}.{n}.0/31"}]})
+            rules.append(f"from {me} lookup rail{k}")
+            routes.append({"destination": "0.0.0.0/0", "gateway": f"10.{k}.{n}.0",
+                           "interface": f"rail{k}", "table": f"rail{k}"})
+            main.append({"interface": f"rail{k}", "destination": f"10.{k}.{n}.0/31",
+                         "gateway": None, "metric": 0})
+        front = {"name": "eth0", "kind": "physical", "operstate": "up", "default_route": True,
+                 "ipv4": [{"address": f"192.168.10.{n + 5}", "prefix": 24,
+                           "subnet": "192.168.10.0/24"}]}
+        net["interfaces"] = [i for i in net["interfaces"] if i.get("kind") == "loopback"] + \
+            [front] + ifaces
+        path = data(doc, "netpath")
+        path["routes"] = main
+        path["policy"] = ({"readable": True, "rules": rules, "routes": routes, "why": None}
+                          if policy_readable else
+                          {"readable": False, "rules": [], "routes": [], "why": "ip: not found"})
+        # CIS-hardened: strict on every rail netdev, loose on the front-end NCCL's sockets use
+        path["sysctl"] = {"all": {"rp_filter": 0, "arp_ignore": 0, "arp_announce": 0},
+                          "eth0": {"rp_filter": 0},
+                          **{f"rail{k}": {"rp_filter": 1} for k in range(8)}}
+        data(doc, "env")["nccl"] = {}
+        data(doc, "nccl")["conf_env"] = {}
+        nodes.append(doc)
+    return nodes
+
+
+def test_routed_l3_rails_get_no_cross_nic_from_the_main_table_alone():
+    for readable in (True, False):
+        findings = run(routed_l3(readable))
+        assert worst(findings, "cluster-rail-cross-nic") is None, readable
+        assert not any(f["env"].get("NCCL_CROSS_NIC") for f in findings)
+        # rp_filter=1 on netdevs that carry only RDMA is not reported
+        assert worst(findings, "net-rp-filter-strict") is None
+    # strict everywhere (conf.all=1): only the socket interface eth0 is named
+    nodes = routed_l3()
+    for node in nodes:
+        node["sections"]["netpath"]["data"]["sysctl"]["all"]["rp_filter"] = 1
+    found = [f for f in run(nodes) if f["rule"] == "net-rp-filter-strict"]
+    assert found and all("on eth0 of" in f["message"] and "rail0" not in f["fix"] for f in found)
+    # the same rails with no route out of them in any table: NCCL_CROSS_NIC=0, as before
+    nodes = routed_l3()
+    for node in nodes:
+        node["sections"]["netpath"]["data"]["policy"].update(rules=[], routes=[])
+    [f] = [f for f in run(nodes) if f["rule"] == "cluster-rail-cross-nic"]
+    assert f["env"] == {"NCCL_CROSS_NIC": "0"}
