@@ -74,7 +74,8 @@ def test_acs_translated_iommu_and_stopped_fabric_manager(tmp_path):
     gpu = next(p for p in data["pci_paths"] if p["kind"] == "gpu")
     assert [b["bdf"] for b in gpu["bridges"]] == ["0000:40:01.1", "0000:43:00.0", "0000:44:00.0"]
     assert gpu["bridges"][0]["acs"]["ReqRedir"] is True and gpu["iommu_group_type"] == "DMA-FQ"
-    assert data["fabric"] == [{"pci_bus_id": None, "state": "In Progress", "status": None}]
+    assert data["fabric"] == [{"pci_bus_id": None, "state": "In Progress", "status": None,
+                              "clique_id": None, "cluster_uuid": None}]
     assert data["fabric_manager"] == "inactive"
     # ACS on the root port (AMD's GPP bridge) only: the GPU-NIC pair below the switch does not
     # pass through it, and NCCL's docs ask to disable ACS on switches (issue 23)
