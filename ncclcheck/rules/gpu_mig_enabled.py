@@ -42,7 +42,7 @@ RULE = Rule(
     id="gpu-mig-enabled",
     title="Turn MIG off on the GPUs of an NCCL job",
     severity=Severity.WARNING,
-    reads=("gpu.gpus", "env.other?"),
+    reads=("gpu.gpus?", "env.other?"),
     sets=(),
     why=("NCCL's topology maps one PCI device to one GPU and one rank, and MIG instances cannot "
          "use CUDA P2P, so NCCL does not support MIG (NVIDIA/nccl#1716, maintainer). Ranks on "

@@ -181,10 +181,9 @@ def _all_ready(nodes: list[dict[str, Any]], evidence: dict[str, Any]) -> list[Fi
     first = next(iter(evidence["ib"]))
     return [Finding(
         message=(f"every node can use IB/RoCE ({evidence['ib'][first]} on {first}); "
-                 "NCCL_NET=IB makes a silent fallback to Socket an error at init. It also "
-                 "bypasses any net plugin installed later (aws-ofi-nccl, gIB, TCPX): NCCL "
-                 "skips every network whose name is not IB (src/plugin/net.cc@v2.30.7-1 "
-                 "ncclNetInit), so drop it from the env file when a plugin arrives"),
+                 "NCCL_NET=IB makes a silent fallback to Socket an error at init, and "
+                 "bypasses any net plugin installed later (NCCL skips networks not named IB, "
+                 "src/plugin/net.cc@v2.30.7-1)"),
         env={"NCCL_NET": "IB"}, severity=Severity.INFO, evidence=evidence)]
 
 
