@@ -31,6 +31,7 @@ def judged(data: dict) -> list[str]:
 
 def test_systemd_default_is_yes_and_a_dropin_wins(tmp_path):
     host = folder(tmp_path, {"usr/lib/systemd/systemd-logind": "",
+                             "run/systemd/users/1000": "",  # logind runs: its state folder
                              "etc/systemd/logind.conf": SHIPPED})
     data = limits.collect(host, [])
     assert data["remove_ipc"] == {"logind": True, "value": True, "source": "systemd default"}
@@ -47,3 +48,8 @@ def test_no_logind_no_finding(tmp_path):
     data = limits.collect(folder(tmp_path, {"etc/systemd/logind.conf": SHIPPED}), [])
     assert data["remove_ipc"] == {"logind": False, "value": None, "source": None}
     assert judged(data) == []
+    # installed but not running (a container image): not this machine's problem
+    (tmp_path / "root/usr/lib/systemd").mkdir(parents=True)
+    (tmp_path / "root/usr/lib/systemd/systemd-logind").write_text("")
+    data = limits.collect(RecordedHost(tmp_path), [])
+    assert data["remove_ipc"]["logind"] is False and judged(data) == []
