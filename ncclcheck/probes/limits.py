@@ -126,7 +126,7 @@ def parse_size(text: str) -> Optional[int]:
 
 
 LOGIND_BINARIES = ("usr/lib/systemd/systemd-logind", "lib/systemd/systemd-logind")
-LOGIND_STATE = "run/systemd/users"
+LOGIND_STATE = "run/systemd/system"
 LOGIND_DROPINS = ("usr/lib/systemd/logind.conf.d", "usr/local/lib/systemd/logind.conf.d",
                   "etc/systemd/logind.conf.d", "run/systemd/logind.conf.d")
 
@@ -155,8 +155,9 @@ def parse_remove_ipc(text: Optional[str]) -> Optional[bool]:
 def remove_ipc(host: Host) -> dict[str, Any]:
     """systemd-logind's effective RemoveIPC: logind.conf, then its drop-ins by name (the last
     setting wins, systemd's order); systemd's default is yes (logind.conf(5)). ``logind`` is
-    whether logind is installed and running here (its state folder /run/systemd/users): in a
-    container that does not run it, the host's logind does not reach the container's IPC."""
+    whether logind is installed and systemd runs the machine (/run/systemd/system, what
+    sd_booted(3) checks): in a container that does not run it, the host's logind does not reach
+    the container's IPC."""
     logind = any(host.exists(p) for p in LOGIND_BINARIES) and host.isdir(LOGIND_STATE)
     value, source = None, None
     files = ["etc/systemd/logind.conf"]

@@ -31,7 +31,7 @@ def judged(data: dict) -> list[str]:
 
 def test_systemd_default_is_yes_and_a_dropin_wins(tmp_path):
     host = folder(tmp_path, {"usr/lib/systemd/systemd-logind": "",
-                             "run/systemd/users/1000": "",  # logind runs: its state folder
+                             "run/systemd/system/.keep": "",  # booted with systemd
                              "etc/systemd/logind.conf": SHIPPED})
     data = limits.collect(host, [])
     assert data["remove_ipc"] == {"logind": True, "value": True, "source": "systemd default"}
