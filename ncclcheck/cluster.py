@@ -314,6 +314,9 @@ def cluster_document(nodes: list[dict[str, Any]], failed: list[dict[str, str]], 
                      hosts: list[str] | None = None, with_differences: bool = True) -> dict[str, Any]:
     """Assemble the cluster document (``with_differences=False``: leave ``differences`` empty,
     for a caller that works them out itself, as ``recommend`` does)."""
+    from ncclcheck.probe import judge_as_cluster
+
+    judge_as_cluster(nodes)
     diffs = differences(nodes) if with_differences else {}
     return schema.envelope(CLUSTER, created_at=schema.now_utc(), source=source,
                            hosts=hosts if hosts is not None else [n.get("hostname") for n in nodes],

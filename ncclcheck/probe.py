@@ -136,3 +136,26 @@ def local_findings(doc: dict[str, Any]) -> dict[str, Any]:
 def _hostname(host: Host) -> str:
     text = host.read("proc/sys/kernel/hostname") or host.read("etc/hostname") or ""
     return text.strip() or "unknown"
+
+
+def judge_as_cluster(nodes: list[dict[str, Any]]) -> None:
+    """Judge the peer rules of each node again as one of ``len(nodes)``: a node probed alone
+    (over ssh, srun) cannot know it has peers, so its firewall or loopback name was judged as
+    a lone machine's. Changes the documents' ``findings`` in place; one node: nothing to do."""
+    from ncclcheck.rules import NODE_RULES
+    from ncclcheck.rules.common import cluster_of
+    from ncclcheck.rules.engine import evaluate
+
+    peer = [r for r in NODE_RULES if r.peers]
+    ids = {r.id for r in peer}
+    if len(nodes) < 2:
+        return
+    order = ["error", "warning", "info"]
+    with cluster_of(len(nodes)):
+        for node in nodes:
+            if not isinstance(node.get("findings"), list):
+                continue
+            kept = [f for f in node["findings"] if f.get("rule") not in ids]
+            again = evaluate(peer, [node])["findings"]
+            node["findings"] = sorted(kept + again, key=lambda f: (
+                order.index(f["severity"]) if f.get("severity") in order else 3, f.get("rule", "")))

@@ -34,7 +34,7 @@ JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", t
 #: Keys that hold a map (names chosen by the data, not by ncclcheck) even when they look like
 #: fixed field names: the value schema is shared by every key.
 MAPS = {"env", "candidate_env", "conf_env", "hosts_map", "values", "evidence", "reasons",
-        "differences", "other", "nccl", "torch_nccl", "interfaces", "devices", "nics"}
+        "differences", "other", "nccl", "torch_nccl", "interfaces", "devices", "nics", "chains"}
 
 
 def infer(samples: list, key: str = "") -> dict:

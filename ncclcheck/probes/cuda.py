@@ -42,7 +42,8 @@ CUDART = re.compile(r"^libcudart\.so(\.\d+)*$")
 class CudaData(TypedDict):
     """The ``cuda`` section's data."""
 
-    toolkits: list[dict[str, Any]]   # {"path", "version", "cudart_version", "source", "aliases"}
+    toolkits: list[dict[str, Any]]   # {"path", "version", "cudart_version", "source", "aliases",
+                                     #  "compat": the cuda-compat libcuda's driver version}
     runtimes: list[dict[str, Any]]   # {"path", "version", "found_via"}
 
 
@@ -111,6 +112,26 @@ def _join(folder: str, name: str) -> str:
     return folder.rstrip("/") + "/" + name
 
 
+_COMPAT = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
+
+
+def compat_driver(names: list[str]) -> Optional[str]:
+    """The driver version of the forward-compatibility libcuda in a toolkit's ``compat/``
+    folder (the cuda-compat-12-4 package installs ``/usr/local/cuda-12.4/compat/
+    libcuda.so.550.54.15``), or None.
+
+    >>> compat_driver(["libcuda.so", "libcuda.so.1", "libcuda.so.550.54.15", "libnvidia-ptxjitcompiler.so.1"])
+    '550.54.15'
+    >>> compat_driver([]) is None
+    True
+    """
+    for name in names:
+        found = _COMPAT.match(name)
+        if found:
+            return found.group(1)
+    return None
+
+
 def collect(host: Host, errors: list[str]) -> dict[str, Any]:
     """Return :class:`CudaData`; Unavailable when no toolkit and no libcudart is installed."""
     env = host.environ()
@@ -153,7 +174,8 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
             source = "dist-info" if info["version"] or info["cudart_version"] else None
         by_real[real] = {"path": real, "version": info["version"],
                          "cudart_version": info["cudart_version"], "source": source,
-                         "aliases": [root] if root != real else []}
+                         "aliases": [root] if root != real else [],
+                         "compat": compat_driver(host.listdir(_join(root, "compat")))}
         toolkits.append(by_real[real])
         add_runtimes(_join(root, "lib64"), "toolkit", info["cudart_version"])
         for target in sorted(host.listdir(_join(root, "targets"))):

@@ -2,7 +2,9 @@
 
 Sources (relative to the host root):
     proc/self/limits, proc/self/status (CapEff: whether this process has CAP_IPC_LOCK),
-    proc/mounts (the /dev/shm mount and its size= option), statvfs of dev/shm (native query).
+    proc/mounts (the /dev/shm mount and its size= option), statvfs of dev/shm (native query),
+    etc/systemd/logind.conf and the logind.conf.d drop-ins (RemoveIPC), whether
+    systemd-logind is installed.
 
 RDMA memory registration (``ibv_reg_mr``) pins pages against RLIMIT_MEMLOCK unless the process
 has CAP_IPC_LOCK (Linux drivers/infiniband/core/umem.c ``ib_umem_get``), so both are reported.
@@ -29,6 +31,7 @@ class LimitsData(TypedDict):
                                # mounted: /dev/shm exists (None: unknown)
     memlock: dict[str, Any]    # {"soft_bytes", "hard_bytes", "unlimited", "cap_ipc_lock"}
     open_files: dict[str, Any]  # {"soft", "hard"}
+    remove_ipc: dict[str, Any]  # {"logind", "value", "source"}: systemd-logind's RemoveIPC
 
 
 def parse_limits(text: str) -> dict[str, tuple[Optional[int], Optional[int]]]:
@@ -122,6 +125,57 @@ def parse_size(text: str) -> Optional[int]:
     return int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
 
 
+LOGIND_BINARIES = ("usr/lib/systemd/systemd-logind", "lib/systemd/systemd-logind")
+LOGIND_STATE = "run/systemd/system"
+LOGIND_DROPINS = ("usr/lib/systemd/logind.conf.d", "usr/local/lib/systemd/logind.conf.d",
+                  "etc/systemd/logind.conf.d", "run/systemd/logind.conf.d")
+
+
+def parse_remove_ipc(text: Optional[str]) -> Optional[bool]:
+    """The ``RemoveIPC=`` of a logind.conf text's ``[Login]`` section; None when not set.
+
+    The NCCL troubleshooting page's fix, and systemd's commented default:
+
+    >>> parse_remove_ipc("[Login]\\n#RemoveIPC=yes\\nRemoveIPC=no\\n")
+    False
+    >>> parse_remove_ipc("[Login]\\n#RemoveIPC=yes\\n"), parse_remove_ipc(None)
+    (None, None)
+    """
+    found, section = None, ""
+    for line in (text or "").splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == "[Login]" and line.startswith("RemoveIPC="):
+            value = line.split("=", 1)[1].strip().lower()
+            found = value in ("yes", "true", "1", "on")
+    return found
+
+
+def remove_ipc(host: Host) -> dict[str, Any]:
+    """systemd-logind's effective RemoveIPC: logind.conf, then its drop-ins by name (the last
+    setting wins, systemd's order); systemd's default is yes (logind.conf(5)). ``logind`` is
+    whether logind is installed and systemd runs the machine (/run/systemd/system, what
+    sd_booted(3) checks): in a container that does not run it, the host's logind does not reach
+    the container's IPC."""
+    logind = any(host.exists(p) for p in LOGIND_BINARIES) and host.isdir(LOGIND_STATE)
+    value, source = None, None
+    files = ["etc/systemd/logind.conf"]
+    names: dict[str, str] = {}
+    for folder in LOGIND_DROPINS:
+        for name in host.listdir(folder):
+            if name.endswith(".conf"):
+                names[name] = f"{folder}/{name}"
+    files += [names[n] for n in sorted(names)]
+    for path in files:
+        got = parse_remove_ipc(host.read(path))
+        if got is not None:
+            value, source = got, "/" + path
+    if value is None and logind:
+        value, source = True, "systemd default"
+    return {"logind": logind, "value": value if logind else None, "source": source}
+
+
 def collect(host: Host, errors: list[str]) -> LimitsData:
     """Read the limits of this process and the /dev/shm mount."""
     limits_text = host.read("proc/self/limits")
@@ -153,5 +207,6 @@ def collect(host: Host, errors: list[str]) -> LimitsData:
         errors.append("statvfs /dev/shm: the answer has no total_bytes/free_bytes")
     if shm["mounted"] is None and mounts is not None and usage is None:
         shm["mounted"] = False  # /proc/mounts has no /dev/shm and there is no such directory
+    ipc = remove_ipc(host)
     return LimitsData(shm=shm, memlock=memlock,
-                      open_files={"soft": nofile[0], "hard": nofile[1]})
+                      open_files={"soft": nofile[0], "hard": nofile[1]}, remove_ipc=ipc)

@@ -20,7 +20,9 @@ PYTHON_BASES = ("usr/lib", "usr/local/lib", "usr/lib64", "usr/local/lib64", "opt
 #: Folders where plugins and hand-installed NCCL builds usually live.
 EXTRA_DIRS = ("usr/local/lib", "opt/amazon/ofi-nccl/lib", "opt/amazon/ofi-nccl/lib64",
               "opt/amazon/ofi-nccl/lib/x86_64-linux-gnu", "opt/aws-ofi-nccl/lib",
-              "opt/amazon/aws-ofi-nccl/lib")
+              "opt/amazon/aws-ofi-nccl/lib",
+              # Google Cloud: gIB (A3 Ultra, A4), GPUDirect-TCPX (A3 High), TCPXO/FasTrak (A3 Mega)
+              "usr/local/gib/lib64", "usr/local/tcpx/lib64", "usr/local/nvidia/lib64")
 #: Folders of a CUDA install, relative to /usr/local/cuda*.
 CUDA_SUBDIRS = ("lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib")
 #: Config files NCCL reads (src/misc/param.cc initEnvFunc).

@@ -2,18 +2,23 @@
 
 * ``routes``: every IPv4 route of the main table (``/proc/net/route``), so two routes to one
   subnet through different interfaces (NVIDIA/nccl#1581) can be named;
+* ``policy``: the policy-routing rules (``ip -4 rule show``, the kernel's three defaults left
+  out) and the routes of every table but main and local (``ip -4 route show table all``), so
+  a route out of a routed-L3 rail (a /31 per NIC, a table per NIC) is not missed;
 * ``sysctl``: ``rp_filter``, ``arp_ignore`` and ``arp_announce`` for ``all``, ``default`` and
   each interface (``/proc/sys/net/ipv4/conf/<if>/``); the kernel applies the larger of ``all``
   and the interface's ``rp_filter``, and the larger ``arp_ignore`` / ``arp_announce``;
-* ``firewall``: the INPUT chain as ``iptables -S INPUT`` prints it (``iptables-nft`` shows the
+* ``firewall``: the INPUT chain as ``iptables -S`` prints it (``iptables-nft`` shows the
   nftables rules made through it), else the input hooks of ``nft list ruleset``, and whether ufw
-  is enabled (``/etc/ufw/ufw.conf``). ``readable`` is False, with ``why``, when neither tool
+  is enabled (``/etc/ufw/ufw.conf``); ``chains`` holds every chain of both listings (ufw's and
+  firewalld's included) and ``bases`` the input-hook chains with their policies, which
+  net-firewall-blocks-peers walks as the kernel does. ``readable`` is False, with ``why``, when neither tool
   answers (not root, not installed): then nothing is known, which the section's errors say;
 * ``resolve``: the addresses ``/etc/hosts`` gives the hostname and ``MASTER_ADDR``;
 * ``identity``: the kernel's ``boot_id`` and this process's network namespace
   (``/proc/self/ns/net``), which tell two facts documents from one machine apart by namespace.
 
-Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S INPUT; getent hosts $(hostname)``.
+Shell equivalent: ``ip route; sysctl net.ipv4.conf; iptables -S; nft list ruleset; getent hosts $(hostname)``.
 """
 
 from __future__ import annotations
@@ -49,6 +54,80 @@ def parse_iptables_input(text: Optional[str]) -> tuple[Optional[str], list[str]]
         elif fields[:2] == ["-A", "INPUT"]:
             rules.append(" ".join(fields[2:]))
     return policy, rules
+
+
+def parse_iptables_chains(text: Optional[str]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """``iptables -S`` (the whole filter table) -> (policies of the built-in chains, every
+    chain's rules), so the rule can follow INPUT's jumps into ufw's or firewalld's chains.
+
+    As Ubuntu's ufw writes it after ``ufw default deny incoming; ufw allow from 10.0.0.0/8``
+    (cut):
+
+    >>> text = ("-P INPUT DROP\\n-N ufw-before-input\\n-N ufw-user-input\\n"
+    ...         "-A INPUT -j ufw-before-input\\n-A ufw-before-input -i lo -j ACCEPT\\n"
+    ...         "-A ufw-before-input -j ufw-user-input\\n"
+    ...         "-A ufw-user-input -s 10.0.0.0/8 -j ACCEPT\\n")
+    >>> policies, chains = parse_iptables_chains(text)
+    >>> policies, chains["ufw-user-input"], sorted(chains)
+    ({'INPUT': 'DROP'}, ['-s 10.0.0.0/8 -j ACCEPT'], ['INPUT', 'ufw-before-input', 'ufw-user-input'])
+    """
+    policies: dict[str, str] = {}
+    chains: dict[str, list[str]] = {}
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and fields[0] == "-P":
+            policies[fields[1]] = fields[2].upper()
+            chains.setdefault(fields[1], [])
+        elif len(fields) >= 2 and fields[0] == "-N":
+            chains.setdefault(fields[1], [])
+        elif len(fields) >= 2 and fields[0] == "-A":
+            chains.setdefault(fields[1], []).append(line.split(None, 2)[2] if len(fields) > 2 else "")
+    return policies, chains
+
+
+_NFT_TABLE = re.compile(r"^\s*table\s+(\S+)\s+(\S+)\s*\{")
+
+
+def parse_nft_chains(text: Optional[str]) -> tuple[list[dict[str, str]], dict[str, list[str]]]:
+    """``nft list ruleset`` -> (its input-hook base chains with their policies, the rules of
+    every chain keyed ``"<family> <table>/<chain>"``), for the rule to walk.
+
+    firewalld's input chain (cut) and the zone chain it jumps to:
+
+    >>> text = ('table inet firewalld {\\n  chain filter_INPUT {\\n'
+    ...         '    type filter hook input priority filter + 10; policy accept;\\n'
+    ...         '    ct state established,related accept\\n    jump filter_INPUT_ZONES\\n'
+    ...         '    reject with icmpx admin-prohibited\\n  }\\n'
+    ...         '  chain filter_INPUT_ZONES {\\n    goto filter_IN_public\\n  }\\n}\\n')
+    >>> found, chains = parse_nft_chains(text)
+    >>> found
+    [{'chain': 'inet firewalld/filter_INPUT', 'policy': 'ACCEPT', 'syntax': 'nft'}]
+    >>> chains["inet firewalld/filter_INPUT_ZONES"]
+    ['goto filter_IN_public']
+    """
+    found: list[dict[str, str]] = []
+    chains: dict[str, list[str]] = {}
+    table, chain = "", None
+    for line in (text or "").splitlines():
+        head = _NFT_TABLE.match(line)
+        if head:
+            table, chain = f"{head.group(1)} {head.group(2)}", None
+            continue
+        named = _NFT_CHAIN.match(line)
+        if named:
+            chain = f"{table}/{named.group(1)}"
+            chains[chain] = []
+            continue
+        if chain is None:
+            continue
+        hook = _NFT_HOOK.search(line)
+        if hook:
+            found.append({"chain": chain, "policy": hook.group(1).upper(), "syntax": "nft"})
+        elif line.strip() == "}":
+            chain = None
+        elif line.strip() and not line.strip().startswith("type "):
+            chains[chain].append(line.strip())
+    return found, chains
 
 
 def parse_nft_input(text: Optional[str]) -> tuple[Optional[str], list[str]]:
@@ -145,29 +224,107 @@ def parse_hosts(text: Optional[str], name: Optional[str]) -> list[str]:
     return out
 
 
+_DEFAULT_RULES = ("from all lookup local", "from all lookup main", "from all lookup default")
+
+
+def parse_ip_rules(text: Optional[str]) -> list[str]:
+    """``ip -4 rule show`` -> the policy-routing rules other than the kernel's three defaults.
+
+    As a routed-L3 RoCE node prints it (one table per rail, chosen by source address):
+
+    >>> parse_ip_rules("0:\\tfrom all lookup local\\n100:\\tfrom 10.1.0.1 lookup rail0\\n"
+    ...                "32766:\\tfrom all lookup main\\n32767:\\tfrom all lookup default\\n")
+    ['from 10.1.0.1 lookup rail0']
+    """
+    out = []
+    for line in (text or "").splitlines():
+        rule = " ".join(line.partition(":")[2].split())
+        if rule and rule not in _DEFAULT_RULES:
+            out.append(rule)
+    return out
+
+
+def parse_table_routes(text: Optional[str]) -> list[dict[str, Any]]:
+    """``ip -4 route show table all`` -> the routes of tables other than main and local
+    (``/proc/net/route`` holds main): destination, gateway, interface, table.
+
+    >>> parse_table_routes("default via 10.1.0.0 dev eth1 table rail0 onlink\\n"
+    ...                    "10.1.0.0/31 dev eth1 table rail0 proto kernel scope link src 10.1.0.1\\n"
+    ...                    "10.0.0.0/24 dev eth0 proto kernel scope link src 10.0.0.5\\n"
+    ...                    "local 10.1.0.1 dev eth1 table local proto kernel scope host\\n")
+    [{'destination': '0.0.0.0/0', 'gateway': '10.1.0.0', 'interface': 'eth1', 'table': 'rail0'}, {'destination': '10.1.0.0/31', 'gateway': None, 'interface': 'eth1', 'table': 'rail0'}]
+    """
+    out = []
+    for line in (text or "").splitlines():
+        words = line.split()
+        if not words or words[0] in ("local", "broadcast", "anycast", "multicast", "unreachable",
+                                     "prohibit", "blackhole", "throw", "nat"):
+            continue
+        keyed = {w: words[i + 1] for i, w in enumerate(words[:-1]) if w in ("via", "dev", "table")}
+        table = keyed.get("table", "main")
+        if table in ("main", "local", "254", "255"):
+            continue
+        dest = "0.0.0.0/0" if words[0] == "default" else words[0]
+        out.append({"destination": dest, "gateway": keyed.get("via"),
+                    "interface": keyed.get("dev"), "table": table})
+    return out
+
+
+def _policy(host: Host) -> dict[str, Any]:
+    rules = host.run(["ip", "-4", "rule", "show"])
+    routes = host.run(["ip", "-4", "route", "show", "table", "all"])
+    if not (rules.ok and routes.ok):
+        return {"readable": False, "rules": [], "routes": [],
+                "why": rules.why_failed() if not rules.ok else routes.why_failed()}
+    return {"readable": True, "rules": parse_ip_rules(rules.stdout),
+            "routes": parse_table_routes(routes.stdout), "why": None}
+
+
 def _sysctls(host: Host) -> dict[str, dict[str, Optional[int]]]:
     base = "proc/sys/net/ipv4/conf"
     names = sorted(host.listdir(base), key=lambda n: (n not in ("all", "default"), natural_key(n)))
     return {n: {k: parse_int(host.read(f"{base}/{n}/{k}")) for k in SYSCTLS} for n in names}
 
 
+def _walkable(ipt: Any, nft: Any) -> dict[str, Any]:
+    """Every chain the rule may walk and the input-hook base chains, from both tools: iptables'
+    filter table (legacy or iptables-nft) and the native nftables tables; the tables
+    iptables-nft writes (``ip filter``, ``ip6 filter``) are taken from iptables' listing."""
+    chains: dict[str, list[str]] = {}
+    found: list[dict[str, str]] = []
+    if ipt.ok:
+        policies, chains = parse_iptables_chains(ipt.stdout)
+        found.append({"chain": "INPUT", "policy": policies.get("INPUT", "ACCEPT"),
+                      "syntax": "iptables"})
+    if nft.ok:
+        nft_bases, nft_chains = parse_nft_chains(nft.stdout)
+        skip = ("ip filter/", "ip6 filter/") if ipt.ok else ()
+        chains.update({k: v for k, v in nft_chains.items() if not k.startswith(skip)})
+        found += [b for b in nft_bases if not b["chain"].startswith(skip + ("ip6 ",))]
+    return {"chains": chains, "bases": found}
+
+
 def _firewall(host: Host, errors: list[str]) -> dict[str, Any]:
     ufw = parse_ufw_conf(host.read("etc/ufw/ufw.conf"))
-    ipt = host.run(["iptables", "-S", "INPUT"])
+    ipt = host.run(["iptables", "-S"])
+    nft = host.run(["nft", "list", "ruleset"])
+    walkable = _walkable(ipt, nft)
+    span = (host.read("proc/sys/net/ipv4/ip_local_port_range") or "").split()
+    walkable["local_port_range"] = [int(p) for p in span[:2]] if len(span) >= 2 and all(
+        p.isdigit() for p in span[:2]) else None
     found = None
     if ipt.ok:
         policy, rules = parse_iptables_input(ipt.stdout)
         found = {"readable": True, "tool": "iptables", "input_policy": policy,
-                 "input_rules": rules, "ufw_active": ufw, "why": None}
+                 "input_rules": rules, "ufw_active": ufw, "why": None, **walkable}
         if policy in ("DROP", "REJECT"):
             return found
     # native nftables tables (inet filter) do not show in `iptables -S`
-    nft = host.run(["nft", "list", "ruleset"])
     if nft.ok:
         policy, rules = parse_nft_input(nft.stdout)
         if policy or found is None:
             return {"readable": True, "tool": "nft", "input_policy": policy or "ACCEPT",
-                    "input_rules": rules, "ufw_active": ufw, "why": None}
+                    "input_rules": rules, "ufw_active": ufw, "why": None, **walkable}
     if found:
         return found
     why = f"{ipt.why_failed()}; {nft.why_failed()}"
@@ -184,6 +341,7 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
     netns = host.readlink("proc/self/ns/net")
     return {
         "routes": parse_routes(host.read("proc/net/route")),
+        "policy": _policy(host),
         "sysctl": _sysctls(host),
         "firewall": _firewall(host, errors),
         "resolve": {"source": "/etc/hosts" if hosts_text is not None else None,

@@ -11,7 +11,10 @@
   Progress, Completed; Status: Success or an error such as Insufficient Resources; N/A without
   an NVSwitch fabric; older drivers have no csv field for it, every driver since R525 prints
   the section), and whether the ``nvidia-fabricmanager`` service is active
-  (``systemctl is-active``; None without systemd).
+  (``systemctl is-active``; None without systemd);
+* ``imex``: in an NVLink domain (a ClusterUUID in the Fabric section: GB200/GB300), whether the
+  ``nvidia-imex`` service is active, and the IMEX channel devices this process sees
+  (``/dev/nvidia-caps-imex-channels/channel<N>``; a container needs one passed in).
 
 Shell equivalent: ``cat /proc/cmdline; lspci -vvv | grep ACSCtl; nvidia-smi -q | grep -A2 Fabric``.
 """
@@ -88,7 +91,8 @@ def parse_lspci_acs(text: Optional[str]) -> dict[str, dict[str, bool]]:
 
 
 def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
-    """The ``Fabric`` section of each GPU in ``nvidia-smi -q``: ``[{pci_bus_id, state, status}]``.
+    """The ``Fabric`` section of each GPU in ``nvidia-smi -q``: ``[{pci_bus_id, state, status,
+    clique_id, cluster_uuid}]`` (a zero ClusterUUID reads as None: no NVLink domain).
 
     Recorded real outputs (tests/fixtures/platform/SOURCES.md). A GPU waiting for the fabric
     manager, from NVIDIA/gpu-operator#2511 (driver 580.159.04, GPU header cut by the poster):
@@ -98,7 +102,7 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
     ...          "        Status                                         : N/A\\n"
     ...          "        CliqueId                                       : N/A\\n")
     >>> parse_fabric(stuck)
-    [{'pci_bus_id': None, 'state': 'In Progress', 'status': None}]
+    [{'pci_bus_id': None, 'state': 'In Progress', 'status': None, 'clique_id': None, 'cluster_uuid': None}]
 
     A GPU registered but refused, from Azure/azhpc-images#506 (which quotes the block alone; the
     ``GPU <bus id>`` header line nvidia-smi prints above each GPU's section is added here, in
@@ -108,15 +112,27 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
     ...              "Fabric\\n    State                             : Completed\\n"
     ...              "    Status                            : Insufficient Resources\\n"
     ...              "    CliqueId                          : 0\\n")
-    [{'pci_bus_id': '0000:18:00.0', 'state': 'Completed', 'status': 'Insufficient Resources'}]
+    [{'pci_bus_id': '0000:18:00.0', 'state': 'Completed', 'status': 'Insufficient Resources', \
+'clique_id': '0', 'cluster_uuid': None}]
 
     A PCIe GPU (no fabric), and text without the section:
 
     >>> parse_fabric("GPU 00000000:01:00.0\\n    Fabric\\n        State : N/A\\n"
     ...              "        Status : N/A\\n")
-    [{'pci_bus_id': '0000:01:00.0', 'state': None, 'status': None}]
+    [{'pci_bus_id': '0000:01:00.0', 'state': None, 'status': None, 'clique_id': None, \
+'cluster_uuid': None}]
     >>> parse_fabric("No devices were found"), parse_fabric(None)
     ([], [])
+
+    A GB200 tray in an NVLink domain (kubernetes-sigs/dra-driver-nvidia-gpu#626): its clique
+    and the domain's ClusterUUID, which MNNVL needs to match across the job's trays:
+
+    >>> parse_fabric("    Fabric\\n        State                             : Completed\\n"
+    ...              "        Status                            : Success\\n"
+    ...              "        CliqueId                          : 2\\n"
+    ...              "        ClusterUUID                       : dc6e40c4-d722-4357-9ba6-5291dd461278\\n"
+    ...              "        Health\\n            Summary                       : Unhealthy\\n")[0]["clique_id"]
+    '2'
     """
     out: list[dict[str, Optional[str]]] = []
     bdf: Optional[str] = None
@@ -129,7 +145,8 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
             continue
         indent = len(line) - len(line.lstrip())
         if line.strip() == "Fabric":
-            block, depth = {"pci_bus_id": bdf, "state": None, "status": None}, indent
+            block, depth = {"pci_bus_id": bdf, "state": None, "status": None,
+                            "clique_id": None, "cluster_uuid": None}, indent
             out.append(block)
             continue
         if block is None or not line.strip():
@@ -138,9 +155,12 @@ def parse_fabric(text: Optional[str]) -> list[dict[str, Optional[str]]]:
             block = None
             continue
         key, _, value = line.partition(":")
-        if key.strip() in ("State", "Status"):
+        if key.strip() in ("State", "Status", "CliqueId", "ClusterUUID"):
             value = value.strip()
-            block[key.strip().lower()] = None if value.strip("[]") in _NA else value
+            name = {"CliqueId": "clique_id", "ClusterUUID": "cluster_uuid"}.get(
+                key.strip(), key.strip().lower())
+            zero = name == "cluster_uuid" and not value.replace("0", "").replace("-", "")
+            block[name] = None if value.strip("[]") in _NA or zero else value
     return out
 
 
@@ -201,6 +221,11 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
         fabric = parse_fabric(smi.stdout) if smi.ok else []
     fm = host.run(["systemctl", "is-active", "nvidia-fabricmanager"])
     state = fm.stdout.strip() if fm.returncode is not None and not fm.timed_out else None
+    imex_state = None
+    if any(f.get("cluster_uuid") for f in fabric):  # an NVLink domain (GB200/GB300): IMEX
+        imex = host.run(["systemctl", "is-active", "nvidia-imex"])
+        imex_state = imex.stdout.strip() if imex.returncode is not None and not imex.timed_out \
+            else None
     return {
         "virtualized": None if flags is None else "hypervisor" in flags.group(1).split(),
         "iommu": {"cmdline": parse_cmdline_iommu(host.read("proc/cmdline")),
@@ -209,4 +234,6 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
         "pci_paths": paths,
         "fabric": fabric,
         "fabric_manager": state or None,
+        "imex": {"service": imex_state or None,
+                 "channels": sorted(host.listdir("dev/nvidia-caps-imex-channels"))},
     }

@@ -20,11 +20,14 @@ from ncclcheck.rules import (cluster_container_bridged, cluster_net_plugin_parti
                              gpu_cuda_driver_too_old, gpu_nic_affinity, host_hostname_loopback,
                              net_firewall_blocks_peers, net_rp_filter_strict,
                              net_same_subnet_nics, platform_acs_iommu, platform_fabric_not_ready)
+from ncclcheck.rules import (cluster_mnnvl_not_ready, env_ll128_buffsize, gpu_mig_enabled,
+                             limits_remove_ipc, nccl_ras_diagnostics)
 from ncclcheck.rules.base import Rule
 
 NODE_RULES: tuple[Rule, ...] = (
     limits_shm_too_small.RULE,
     limits_memlock_limited.RULE,
+    limits_remove_ipc.RULE,
     nccl_ibverbs_unloadable.RULE,
     nccl_library_missing.RULE,
     nccl_version_multiple.RULE,
@@ -37,6 +40,9 @@ NODE_RULES: tuple[Rule, ...] = (
     platform_acs_iommu.RULE,
     platform_fabric_not_ready.RULE,
     gpu_cuda_driver_too_old.RULE,
+    gpu_mig_enabled.RULE,
+    env_ll128_buffsize.RULE,
+    nccl_ras_diagnostics.RULE,
 )
 CLUSTER_RULES: tuple[Rule, ...] = (
     net_socket_ifname.RULE,
@@ -58,5 +64,6 @@ CLUSTER_RULES: tuple[Rule, ...] = (
     cluster_net_plugin_partial.RULE,
     cluster_rail_cross_nic.RULE,
     cluster_ranks_split_netns.RULE,
+    cluster_mnnvl_not_ready.RULE,
 )
 ALL_RULES: tuple[Rule, ...] = NODE_RULES + CLUSTER_RULES

@@ -57,6 +57,10 @@ class Rule:
     fix: str                  #: what to do, in general
     check: Callable[..., list[Finding]]
     scope: str = "node"       #: "node": one facts document; "cluster": the list of them
+    #: only matters when other nodes connect: the engine passes its findings through
+    #: rules.common.gate_peers (one node: INFO at most; unknown: WARNING at most), which also
+    #: reads common.PEER_READS
+    peers: bool = False
 
 
 def section(facts: dict[str, Any], name: str) -> Any:

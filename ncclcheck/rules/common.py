@@ -11,10 +11,12 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import replace
 from functools import lru_cache, wraps
 from typing import Any, TypeVar
 
-from ncclcheck.rules.base import Finding, fact, hostname
+from ncclcheck.rules.base import Finding, Severity, fact, hostname
 
 _DIGITS = re.compile(r"(\d+)")
 _SCOPES: list[dict[Any, tuple[Any, Any]]] = []  #: one cache per open facts_frozen() block
@@ -139,3 +141,92 @@ def mismatch(nodes: list[dict[str, Any]], value_of: Callable[[dict[str, Any]], A
     return [Finding(
         message=f"{what} differ: most nodes have {common}, but {listing}{more}{consequence}",
         evidence={evidence_key: known}, hosts=tuple(odd))]
+
+
+#: How many nodes the documents of the running evaluation hold (0 outside one): a cluster
+#: document of several nodes says "more than one node" for each of its nodes' rules.
+_CLUSTER_SIZE: ContextVar[int] = ContextVar("ncclcheck_cluster_size", default=0)
+#: What :func:`peer_scope` reads besides a peer rule's own ``reads`` (absent: "unknown").
+PEER_READS = ("host.launcher", "env.other", "network.interfaces")
+_LOOPBACK_NAMES = ("localhost", "localhost.localdomain", "ip6-localhost", "::1")
+
+
+@contextmanager
+def cluster_of(size: int) -> Iterator[None]:
+    """A block whose rules judge nodes known to be ``size`` together (the engine opens it)."""
+    token = _CLUSTER_SIZE.set(max(size, _CLUSTER_SIZE.get()))  # an inner one-node run stays in it
+    try:
+        yield
+    finally:
+        _CLUSTER_SIZE.reset(token)
+
+
+def _own_addresses(facts: dict[str, Any]) -> set[str]:
+    return {str(a.get("address")) for i in fact(facts, "network.interfaces", []) or []
+            for a in (i.get("ipv4") or []) + (i.get("ipv6") or []) if isinstance(a, dict)}
+
+
+def peer_scope(facts: dict[str, Any]) -> tuple[str, str]:
+    """Whether this node works with others: ``("multi" | "single" | "unknown", why)``.
+
+    Read, in order: the number of nodes evaluated together (a cluster document), the
+    launcher's node count (Slurm, DeepSpeed), a world larger than the local one (torchrun,
+    MPI), and ``MASTER_ADDR`` (loopback: one node, as PyTorch's DDP tutorial sets it; another
+    host's address: several).
+
+    >>> def doc(**env):
+    ...     return {"sections": {"env": {"status": "ok", "data": {"other": env}},
+    ...                          "host": {"status": "ok", "data": {"launcher": {}}}}}
+    >>> peer_scope(doc(MASTER_ADDR="localhost"))[0], peer_scope(doc(MASTER_ADDR="10.0.0.1"))[0]
+    ('single', 'multi')
+    >>> peer_scope(doc(WORLD_SIZE="16", LOCAL_WORLD_SIZE="8"))[0], peer_scope(doc())[0]
+    ('multi', 'unknown')
+    >>> with cluster_of(2):
+    ...     peer_scope(doc(MASTER_ADDR="127.0.0.1"))
+    ('multi', '2 nodes in the facts')
+    """
+    size = _CLUSTER_SIZE.get()
+    if size > 1:
+        return "multi", f"{size} nodes in the facts"
+    launcher = fact(facts, "host.launcher", {}) or {}
+    env = fact(facts, "env.other", {}) or {}
+    nnodes = launcher.get("nnodes")
+    if isinstance(nnodes, int) and nnodes > 0:
+        return ("multi" if nnodes > 1 else "single"), f"the {launcher.get('kind')} job has " \
+                                                      f"{nnodes} node(s)"
+    world, local = (str(env.get(k) or launcher.get(k.lower()) or "")
+                    for k in ("WORLD_SIZE", "LOCAL_WORLD_SIZE"))
+    for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
+        world = world or str(env.get(name) or "")
+    local = local or str(env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or env.get("LOCAL_SIZE") or "")
+    if world.isdigit() and local.isdigit() and int(local) > 0:
+        return (("multi" if int(world) > int(local) else "single"),
+                f"world size {world}, {local} on this node")
+    master = str(env.get("MASTER_ADDR") or launcher.get("master_addr") or "").strip()
+    if master:
+        host = master.split("://")[-1].rsplit("@", 1)[-1].strip("[]").lower()
+        if host in _LOOPBACK_NAMES or host.startswith("127."):
+            return "single", f"MASTER_ADDR={master} (loopback: one node)"
+        if host not in _own_addresses(facts) and host != str(facts.get("hostname", "")).lower():
+            return "multi", f"MASTER_ADDR={master} is another host"
+    return "unknown", "no launcher, node count or MASTER_ADDR says how many nodes"
+
+
+def gate_peers(findings: list[Finding], facts: dict[str, Any], severity: Severity) -> list[Finding]:
+    """A peer rule's findings on one node: kept on several nodes, INFO on one node, and at most
+    WARNING when nothing says how many nodes there are (a finding that would fail a one-node
+    pre-flight with ``--fail-on error`` must be sure there are peers)."""
+    scope, why = peer_scope(facts)
+    if scope == "multi" or not findings:
+        return findings
+    out = []
+    for f in findings:
+        sev = f.severity or severity
+        if scope == "single":
+            sev, note = Severity.INFO, f" (one node: {why}; this matters only when other nodes connect)"
+        else:
+            sev = min(sev, Severity.WARNING, key=lambda s: s.rank)
+            note = " (if other nodes connect to this one; the facts do not say how many nodes the job has)"
+        out.append(replace(f, message=f.message + note, severity=sev,
+                           evidence={**f.evidence, "peers": why}))
+    return out

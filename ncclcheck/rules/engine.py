@@ -6,6 +6,7 @@ from functools import lru_cache
 from typing import Any, Iterable
 
 from ncclcheck.rules.base import Finding, Rule, hostname, section
+from ncclcheck.rules.common import cluster_of, gate_peers
 
 
 @lru_cache(maxsize=512)
@@ -61,6 +62,14 @@ def evaluate(rules: Iterable[Rule], nodes: list[dict[str, Any]]) -> dict[str, An
     findings: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
     errors: list[dict[str, Any]] = []
+    with cluster_of(len(nodes)):
+        _run(list(rules), nodes, findings, skipped, errors)
+    findings.sort(key=lambda d: (-["info", "warning", "error"].index(d["severity"]), d["rule"]))
+    return {"findings": findings, "skipped": skipped, "errors": errors}
+
+
+def _run(rules: list[Rule], nodes: list[dict[str, Any]], findings: list[dict[str, Any]],
+         skipped: list[dict[str, Any]], errors: list[dict[str, Any]]) -> None:
     for rule in rules:
         targets = [[n] for n in nodes] if rule.scope == "node" else [nodes]
         for group in targets:
@@ -78,10 +87,10 @@ def evaluate(rules: Iterable[Rule], nodes: list[dict[str, Any]]) -> dict[str, An
                     continue
             try:
                 out = rule.check(runnable[0] if rule.scope == "node" else runnable)
+                if rule.peers and rule.scope == "node":
+                    out = gate_peers(out, runnable[0], rule.severity)
             except Exception as exc:  # a broken rule is reported, never fatal
                 errors.append({"rule": rule.id, "hosts": names,
                                "error": f"{type(exc).__name__}: {exc}"})
                 continue
             findings.extend(finding_doc(rule, f, names) for f in out)
-    findings.sort(key=lambda d: (-["info", "warning", "error"].index(d["severity"]), d["rule"]))
-    return {"findings": findings, "skipped": skipped, "errors": errors}

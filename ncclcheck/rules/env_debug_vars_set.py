@@ -11,6 +11,10 @@ overrides read by NCCL's source (:data:`SOURCE_ONLY`) pin the same choices and a
 Measured cost of one: NVIDIA/nccl#1987, ``NCCL_P2P_LEVEL=PXB`` on an 8x A100 SXM node ran 18%
 slower than NCCL's own choice.
 
+A vendor net plugin the node carries (GPUDirect-TCPX/TCPXO, gIB, aws-ofi-nccl: see
+:mod:`ncclcheck.rules.vendors`) comes with settings its vendor's guide requires (GKE's TCPX
+guide sets NCCL_ALGO, NCCL_PROTO, channel counts and chunk sizes): those are left alone.
+
 ``NCCL_DEBUG`` (a system setting) is reported above ``WARN``: ``INFO`` logs every connection and
 channel of every rank at init, ``TRACE`` every call; ``WARN`` and ``VERSION`` are fine.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
+from ncclcheck.rules.vendors import vendor_owned
 
 #: From the "Debugging" section of NCCL's env docs: those that pin a choice NCCL makes itself.
 DEBUG_VARS = frozenset({
@@ -45,10 +50,11 @@ def debug_vars(facts: dict[str, Any]) -> dict[str, str]:
     {'NCCL_ALGO': 'Ring', 'NCCL_DEBUG': 'INFO'}
     """
     found: dict[str, str] = {}
+    owned = vendor_owned(facts)
     sources = [(fact(facts, "env.nccl") or {}, ""), (fact(facts, "nccl.conf_env") or {}, " (config file)")]
     for values, where in sources:
         for name, value in values.items():
-            if name in found:
+            if name in found or name in owned:
                 continue
             if name in DEBUG_VARS or name in SOURCE_ONLY or (name == "NCCL_DEBUG"
                                       and str(value).strip().upper() not in QUIET_DEBUG_LEVELS):
@@ -83,7 +89,7 @@ RULE = Rule(
     id="env-debug-vars-set",
     title="Remove debugging and tuning variables from production",
     severity=Severity.WARNING,
-    reads=("env.nccl", "nccl.conf_env?"),
+    reads=("env.nccl", "nccl.conf_env?", "env.other?", "nccl.net_plugin?", "nccl.net_plugins?"),
     sets=(),
     why=("NCCL's env docs put these under 'Debugging': forcing them 'will prevent NCCL from "
          "selecting the best setting automatically' and they 'should generally not be set for "

@@ -57,4 +57,5 @@ RULE = Rule(
     docs="https://github.com/NVIDIA/nccl/blob/v2.30.7-1/src/misc/socket.cc",
     fix="Map the hostname to the cluster address in /etc/hosts, or give MASTER_ADDR as an IP.",
     check=check,
+    peers=True,
 )

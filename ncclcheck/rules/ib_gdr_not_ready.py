@@ -7,6 +7,11 @@ up to 2.21 only ``/sys/kernel/mm/memory_peers/nv_mem/version`` (net_ib.cc, v2.21
 (v2.23.4-1; net_ib/gdr.cc in v2.30.7-1). So with NCCL 2.22 or older, the ``nvidia_peermem``
 module that current drivers ship is not seen and GDR stays off unless DMA-BUF works
 (NVIDIA/nccl#1676: 10-18x slower). An unknown NCCL version is not guessed at.
+
+Nodes whose RDMA devices are all EFA, and nodes where NCCL loads an external net plugin
+(aws-ofi-nccl, gIB, TCPX...; unless NCCL_NET=IB bypasses it), are skipped: the plugin registers
+GPU memory itself (aws-ofi-nccl through efa_nv_peermem or DMA-BUF), and NCCL's IB check is not
+what decides there (src/plugin/net.cc@v2.30.7-1 prefers the plugin's network).
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, version_tuple
+from ncclcheck.rules.cloud_efa_plugin_owned import efa_devices
 from ncclcheck.rules.cluster_nccl_version_mismatch import node_version
+from ncclcheck.rules.common import configured
 
 PEERMEM_SEEN_SINCE = (2, 23)
 
@@ -25,8 +32,14 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     A node without GPUs or without RDMA devices (its section unavailable) passes.
     """
     gdr = fact(facts, "ib.gdr", {})
-    if not fact(facts, "gpu.gpus", []) or not fact(facts, "ib.devices", []):
+    devices = fact(facts, "ib.devices", [])
+    if not fact(facts, "gpu.gpus", []) or not devices:
         return []
+    if len(efa_devices(facts)) == len(devices):
+        return []  # EFA: GPUDirect goes through aws-ofi-nccl (efa_nv_peermem or DMA-BUF)
+    plugin = (fact(facts, "nccl.net_plugin") or {}).get("path")
+    if plugin and configured(facts, "NCCL_NET") not in ("IB", "ib"):
+        return []  # an external net plugin registers GPU memory itself, not NCCL's IB check
     if gdr.get("ready") is False:
         return [Finding(
             message=f"GPUDirect RDMA is not ready: {gdr.get('reason') or 'no nvidia-peermem'}; "
@@ -55,7 +68,7 @@ RULE = Rule(
     title="Enable GPUDirect RDMA (nvidia-peermem or DMA-BUF)",
     severity=Severity.WARNING,
     reads=("ib.gdr?", "ib.devices?", "gpu.gpus?", "nccl.versions?", "nccl.torch_loads?",
-           "nccl.system_loads?"),
+           "nccl.system_loads?", "nccl.net_plugin?", "env.nccl?", "nccl.conf_env?"),
     sets=(),
     why=("NCCL's IB transport offers GPU memory to the NIC only when a peer-memory module is "
          "loaded or DMA-BUF registration works; it looks for /sys/kernel/mm/memory_peers/nv_mem/"

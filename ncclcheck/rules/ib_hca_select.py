@@ -4,7 +4,9 @@ Unset, NCCL uses every ACTIVE port whose link layer is InfiniBand or Ethernet
 (src/transport/net_ib/init.cc). That is wrong when a node has:
 
 * **mixed link layers**: IB compute ports beside a RoCE/Ethernet port; NCCL then warns
-  "Attempted to merge incompatible devices" or spreads rings over both. The IB ports are kept;
+  "Attempted to merge incompatible devices" (when it merges ports into a virtual NIC) or
+  "Attempted to connect incompatible devices" (when an IB and a RoCE port meet), or spreads
+  rings over both. The IB ports are kept;
 * **a front-end NIC**: an RDMA port whose netdev carries the default route, or that is slower
   than the node's other ports (the storage/management NIC of DGX and OCI shapes). It is left out
   when other ports remain, unless the same port runs faster on another node: then the link
@@ -194,7 +196,8 @@ RULE = Rule(
     why=("Without NCCL_IB_HCA NCCL uses every ACTIVE IB or RoCE port (src/transport/net_ib.cc, "
          "net_ib/init.cc from v2.29.2-1), so a "
          "front-end or storage NIC joins the rings, and mixing link layers fails with "
-         "'Attempted to merge incompatible devices'. Entries without '=' are prefixes: mlx5_1 "
+         "'Attempted to merge incompatible devices' (src/transport/net_ib/init.cc@v2.30.7-1) or "
+         "'Attempted to connect incompatible devices' (net_ib/connect.cc@v2.30.7-1). Entries without '=' are prefixes: mlx5_1 "
          "also selects mlx5_10 to mlx5_19; NCCL's docs advise the '=' form. Vendor profiles "
          "(OCI) list exact ports for this reason. A port slower than the same port on other "
          "nodes negotiated down: it is reported and kept, never dropped in silence."),

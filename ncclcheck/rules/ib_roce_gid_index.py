@@ -88,7 +88,9 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
         index = next(iter(per_host.values()))
         return [Finding(
             message=(f"NCCL {low_text} (< 2.21) does not select the GID itself: use index "
-                     f"{index}, the RoCE v2 IPv4 entry on every node's RoCE ports{stale}"),
+                     f"{index}, the RoCE v2 IPv4 entry on every node's RoCE ports{stale} (a "
+                     "wrong one fails with 'ibv_modify_qp failed' or 'Got completion with "
+                     "error 12' / retry exceeded, NVIDIA/nccl#426)"),
             env={VAR: index}, evidence=evidence,
             severity=Severity.ERROR if wrong else None)]
     groups: dict[str, list[str]] = {}
@@ -119,7 +121,9 @@ RULE = Rule(
            "nccl.conf_env?", "nccl.torch_loads?", "nccl.system_loads?"),
     sets=(VAR,),
     why=("RoCE addresses peers by GID; before NCCL 2.21 the default index 0 is the RoCE v1 "
-         "link-local entry, which gives 'ibv_modify_qp failed with error Invalid argument'. "
+         "link-local entry, which gives 'ibv_modify_qp failed with error Invalid argument', or "
+         "a connection that never completes: 'NET/IB : Got completion with error 12, opcode 0' "
+         "(IBV_WC_RETRY_EXC_ERR, retry exceeded: NVIDIA/nccl#426) once traffic starts. "
          "Since 2.21 NCCL picks the RoCE v2 IPv4 entry per port itself when NCCL_IB_GID_INDEX is "
          "unset (NCCL_IB_ROCE_VERSION_NUM, NCCL_IB_ADDR_FAMILY; ncclIbGetGidIndex in "
          "src/transport/net_ib.cc, v2.21.5-1)."),

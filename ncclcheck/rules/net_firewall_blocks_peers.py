@@ -1,62 +1,60 @@
-"""net-firewall-blocks-peers: an INPUT firewall that drops what it does not allow, and allows
-only some ports (ssh), while NCCL and the c10d store listen on ephemeral ports."""
+"""net-firewall-blocks-peers: the INPUT firewall, walked as the kernel walks it (first match,
+then policy), refuses a peer's new TCP connection to an ephemeral port, where NCCL and the c10d
+store listen: a DROP policy that admits only ssh, RHEL's final
+``-j REJECT --reject-with icmp-host-prohibited``, a ``-s <subnet> -j DROP``."""
 
 from __future__ import annotations
 
 import ipaddress
-import re
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.firewall_walk import EPHEMERAL, Packet, Verdict, bases, chains_of, walk
 from ncclcheck.rules.net_same_subnet_nics import data_interfaces
 
-#: Words that make an ACCEPT rule narrower than "any new TCP connection".
-_NARROW = ("--dport", "--dports", "dport", "--ctstate", "--state", "ct state", "icmp",
-           "--icmp-type", "-p udp", "udp ")
-_SOURCE = re.compile(r"(?:-s|ip saddr)\s+([0-9./]+)")
-_JUMP = re.compile(r"(?:-j|jump|goto)\s+(?!ACCEPT\b|DROP\b|REJECT\b|RETURN\b|LOG\b)([\w-]+)")
-_IFACE = re.compile(r"(?:-i|iifname|iif)\s+\"?([\w.+-]+)\"?")
+def _peers(facts: dict[str, Any]) -> list[tuple[Any, str, str]]:
+    """(peer subnet, interface, this node's address) for each IPv4 subnet of a data interface."""
+    out, seen = [], set()
+    for iface in data_interfaces(facts):
+        for addr in iface.get("ipv4") or []:
+            sub = addr.get("subnet")
+            if not sub or sub in seen:
+                continue
+            try:
+                out.append((ipaddress.ip_network(sub, strict=False), iface["name"],
+                            str(addr.get("address") or "")))
+                seen.add(sub)
+            except ValueError:
+                continue
+    return out
 
 
-def admits_peers(rule: str, subnets: list[str], names: list[str]) -> bool:
-    """Whether an iptables (``-s 10.0.0.0/8 -j ACCEPT``) or nft (``ip saddr 10.0.0.0/8 accept``)
-    rule accepts new TCP connections from the node's subnets on any port.
+def fix_command(fw: dict[str, Any], base: dict[str, Any], subnet: str) -> str:
+    """One runnable command that admits ``subnet`` ahead of the rule that refused it.
 
-    >>> admits_peers("-p tcp -m tcp --dport 22 -j ACCEPT", ["198.18.0.0/24"], ["eth0"])
-    False
-    >>> admits_peers("-s 198.18.0.0/16 -j ACCEPT", ["198.18.0.0/24"], ["eth0"])
-    True
-    >>> admits_peers("-i lo -j ACCEPT", ["198.18.0.0/24"], ["eth0"])
-    False
-    >>> admits_peers('iifname "eth0" accept', ["198.18.0.0/24"], ["eth0"])
-    True
+    >>> fix_command({"ufw_active": True}, {"chain": "INPUT", "syntax": "iptables"}, "10.0.0.0/8")
+    'ufw allow from 10.0.0.0/8'
+    >>> fix_command({}, {"chain": "inet filter/input", "syntax": "nft"}, "10.0.0.0/8")
+    'nft insert rule inet filter input ip saddr 10.0.0.0/8 accept'
     """
-    words = rule.split()
-    if not (words[-2:] == ["-j", "ACCEPT"] or (words and words[-1] == "accept")):
-        return False
-    if any(n in rule for n in _NARROW):
-        return False
-    source = _SOURCE.search(rule)
-    if source:
-        try:
-            net = ipaddress.ip_network(source.group(1), strict=False)
-            if not any(ipaddress.ip_network(s).subnet_of(net) for s in subnets
-                       if ipaddress.ip_network(s).version == net.version):
-                return False
-        except ValueError:
-            return False
-    iface = _IFACE.search(rule)
-    return not iface or iface.group(1) in names
+    chain = str(base.get("chain"))
+    names = " ".join(fw.get("chains") or {})
+    if "firewalld" in chain or "INPUT_ZONES" in names:
+        return (f"firewall-cmd --permanent --zone=trusted --add-source={subnet} && "
+                "firewall-cmd --reload")
+    if base.get("syntax") == "nft":
+        table, _, name = chain.partition("/")
+        return f"nft insert rule {table} {name} ip saddr {subnet} accept"
+    if fw.get("ufw_active"):
+        return f"ufw allow from {subnet}"
+    return f"iptables -I {chain} -s {subnet} -j ACCEPT"
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
-    """Fire when INPUT drops by default and no rule admits the node's subnets on every port;
-    warn when ufw is enabled but the ruleset could not be read."""
+    """Walk each input-hook chain for a new TCP connection from each data subnet to an
+    ephemeral port: error when it is dropped for sure, warning when a rule or chain that could
+    not be judged decides it; warn when ufw is enabled but the ruleset could not be read."""
     fw = fact(facts, "netpath.firewall", {})
-    ifaces = data_interfaces(facts)
-    names = [i["name"] for i in ifaces]
-    subnets = sorted({str(a["subnet"]) for i in ifaces for a in i.get("ipv4") or []
-                      if a.get("subnet")})
     if not fw.get("readable"):
         if fw.get("ufw_active"):
             return [Finding(
@@ -66,36 +64,48 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                     "ufw allow from <subnet>",
                 evidence={"netpath.firewall": fw}, severity=Severity.WARNING)]
         return []
-    policy = str(fw.get("input_policy") or "ACCEPT").upper()
-    rules = list(fw.get("input_rules") or [])
-    if rules and rules[-1].split()[-2:] in (["-j", "DROP"], ["-j", "REJECT"]) and \
-            len(rules[-1].split()) == 2:
-        policy = rules[-1].split()[-1]
-    if policy not in ("DROP", "REJECT") or any(admits_peers(r, subnets, names) for r in rules):
+    chains = chains_of(fw)
+    span = fw.get("local_port_range") or []
+    ports = (int(span[0]), int(span[1])) if len(span) == 2 else EPHEMERAL
+    blocked: list[tuple[str, str, dict[str, Any], Verdict]] = []
+    for subnet, iface, address in _peers(facts):
+        pkt = Packet(subnet, iface, address, ports)
+        for base in bases(fw):
+            verdict = walk(chains, base["chain"], base.get("policy"), base.get("syntax", ""), pkt)
+            if verdict.action == "drop":
+                blocked.append((str(subnet), iface, base, verdict))
+                break
+    if not blocked:
         return []
-    allowed = [r for r in rules if r.split()[-1] in ("ACCEPT", "accept")]
-    jumps = sorted({m.group(1) for r in rules
-                    if not any(n in r for n in _NARROW) and (m := _JUMP.search(r))})
-    if jumps:  # ufw, firewalld, kube-proxy: the verdict is in chains not read here
-        return [Finding(
-            message=(f"the firewall ({fw.get('tool')}) drops incoming connections by default "
-                     f"(INPUT policy {policy}) and hands the rest to chains not evaluated here "
-                     f"({', '.join(jumps[:4])}): unless they accept every port from the other "
-                     "nodes, NCCL's and c10d's ephemeral ports are refused"),
-            fix=("Check that the other nodes' subnet is trusted (ufw allow from <subnet>; "
-                 "firewall-cmd --zone=trusted --add-source=<subnet>; iptables -I INPUT -s "
-                 "<subnet> -j ACCEPT)"),
-            evidence={"netpath.firewall": fw, "subnets": subnets}, severity=Severity.WARNING)]
-    where = " or ".join(subnets) or "the cluster subnet"
+    sure = all(v.sure for *_, v in blocked)
+    first = blocked[0][3]
+    where = ", ".join(f"{s} on {i}" for s, i, *_ in blocked)
+    chain = first.chain.rsplit("/", 1)[-1]
+    if first.rule.startswith("policy "):
+        allowed = [r for r in chains.get(first.chain, [])
+                   if r.split()[-1:] in (["ACCEPT"], ["accept"])]
+        decides = (f"drops it by default (INPUT policy {first.rule.split()[-1]}) and accepts "
+                   f"only: {'; '.join(allowed) or 'nothing'}")
+    else:
+        decides = f"drops it at the rule '{first.rule}' of {chain} (the first that matches)"
+    unknown = sorted({c for *_, v in blocked for c in v.unknown_chains})
+    doubt = ("" if sure else
+             f"; rules or chains it could not judge came first ({', '.join(unknown[:4])})"
+             if unknown else "; a rule it could not judge (a set, a rate limit) came first")
     return [Finding(
-        message=(f"the firewall ({fw.get('tool')}) drops incoming connections by default "
-                 f"(INPUT policy {policy}) and accepts only: "
-                 f"{'; '.join(allowed) or 'nothing'}: NCCL's bootstrap and socket transport and "
-                 "the PyTorch c10d store listen on ephemeral ports, so peers cannot connect"),
-        fix=(f"Accept everything from the other nodes, e.g. iptables -I INPUT -s {where} -j "
-             "ACCEPT (or nft add rule inet filter input ip saddr <subnet> accept; ufw allow "
-             "from <subnet>); opening one port is not enough"),
-        evidence={"netpath.firewall": fw, "subnets": subnets},
+        message=(f"the firewall ({fw.get('tool')}) refuses a new TCP connection from {where} to "
+                 f"an ephemeral port: it {decides}{doubt}. NCCL's bootstrap and socket "
+                 "transport and the PyTorch c10d store listen on ephemeral ports, so peers "
+                 "cannot connect"),
+        fix=("Accept everything from the other nodes, one command per subnet: "
+             + "; ".join(fix_command(fw, base, s) for s, _, base, _ in blocked)
+             + " (persist it in the firewall's configuration); or open the whole "
+             "net.ipv4.ip_local_port_range to them, as NCCL's docs show; one port is not enough"),
+        evidence={"netpath.firewall": {k: fw.get(k) for k in ("tool", "input_policy",
+                                                                  "input_rules", "ufw_active")},
+                  "blocked": {s: {"interface": i, "chain": v.chain, "rule": v.rule,
+                                  "sure": v.sure} for s, i, _, v in blocked}},
+        severity=None if sure else Severity.WARNING,
     )]
 
 
@@ -105,15 +115,18 @@ RULE = Rule(
     severity=Severity.ERROR,
     reads=("netpath.firewall", "network.interfaces"),
     sets=(),
-    why=("NCCL's bootstrap and Socket transport listen on ports the kernel picks "
-         "(src/misc/socket.cc ncclSocketListen reads the chosen port back with getsockname; "
-         "src/bootstrap.cc sends it to the peers), "
-         "and so does every other rank's proxy; the c10d store uses MASTER_PORT. A firewall "
-         "that drops INPUT by default and admits only ssh lets the job start and then hangs it "
-         "at the first connection ('Connection timed out', 'socketPollConnect'). No port range "
-         "setting covers all of NCCL's listeners, so the peers' subnet must be trusted."),
+    why=("NCCL's bootstrap and Socket transport listen on port 0, so the kernel picks an "
+         "ephemeral port from net.ipv4.ip_local_port_range (src/misc/socket.cc@v2.30.7-1 "
+         "ncclSocketListen reads it back with getsockname; src/bootstrap.cc sends it to the "
+         "peers), and so does every rank's proxy; the c10d store uses MASTER_PORT. NCCL's "
+         "networking troubleshooting page (IP ports) restricts that range with the sysctl to "
+         "open it in a firewall. The kernel walks INPUT rule by rule, the first match "
+         "decides, then the policy: a chain that refuses a peer's new connection to that range "
+         "lets the job start and hangs it at the first connection ('Connection timed out', "
+         "'socketPollConnect')."),
     docs="https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting/"
          "networking_troubleshooting.html",
     fix="Trust the cluster subnet or interface in the firewall (iptables/nft/ufw).",
     check=check,
+    peers=True,
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.cloud_efa_plugin_owned import efa_devices, ofi_plugin
 from ncclcheck.rules.net_socket_ifname import exclusion
 
 
@@ -60,6 +61,8 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     (arp_ignore >= 1, arp_announce >= 2) and the routes to it differ in metric."""
     sysctl = fact(facts, "netpath.sysctl", {})
     routes = fact(facts, "netpath.routes", [])
+    rdma = fact(facts, "ib.devices", []) or []
+    efa = bool(rdma) and len(efa_devices(facts)) == len(rdma) and bool(ofi_plugin(facts))
     findings = []
     for subnet, names in shared_subnets(facts).items():
         same = [r for r in routes if r.get("destination") == subnet]
@@ -84,7 +87,13 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                  f"node shares) and NCCL_IB_HCA for RDMA"),
             evidence={"network.interfaces": names, "netpath.routes": same,
                       "netpath.sysctl.arp_ignore/arp_announce": arp},
-        ))
+        ) if not efa else Finding(
+            message=(f"{', '.join(names[:-1])} and {names[-1]} share {subnet}: AWS's multi-ENI "
+                     "layout; EFA (aws-ofi-nccl) carries NCCL's data, the ENIs only its "
+                     "bootstrap"),
+            fix=f"Nothing to do; NCCL_SOCKET_IFNAME=={keep} pins the bootstrap to one ENI",
+            evidence={"network.interfaces": names, "ib.devices": "EFA"},
+            severity=Severity.INFO))
     return findings
 
 
@@ -92,7 +101,8 @@ RULE = Rule(
     id="net-same-subnet-nics",
     title="Give each NIC its own subnet (or pin ARP and routes)",
     severity=Severity.WARNING,
-    reads=("network.interfaces", "netpath.routes?", "netpath.sysctl?"),
+    reads=("network.interfaces", "netpath.routes?", "netpath.sysctl?", "ib.devices?",
+           "nccl.net_plugin?", "nccl.net_plugins?"),
     sets=(),
     why=("NCCL binds its sockets to the address of the interface it chose "
          "(src/misc/socket.cc ncclFindInterfaces), but the kernel routes by destination: with "
@@ -105,4 +115,5 @@ RULE = Rule(
     fix=("One subnet per interface (narrower masks), or arp_ignore=1/arp_announce=2 plus route "
          "metrics or policy routing; or select one interface with NCCL_SOCKET_IFNAME."),
     check=check,
+    peers=True,
 )

@@ -29,6 +29,7 @@ from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, absent, fact, hostname
 from ncclcheck.rules.common import configured, per_node
+from ncclcheck.rules.vendors import plugin_profiles
 
 LINK_LAYERS = ("InfiniBand", "Ethernet")
 
@@ -51,9 +52,14 @@ def active_ports(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def net_plugin(facts: dict[str, Any]) -> str | None:
-    """The external net plugin NCCL would open on this node, or None."""
+    """The external net plugin NCCL would open on this node, or a vendor plugin it carries (gIB
+    on disk is loaded through the vendor's LD_LIBRARY_PATH), or None."""
     choice = fact(facts, "nccl.net_plugin") or {}
-    return choice.get("path") if isinstance(choice, dict) else None
+    path = choice.get("path") if isinstance(choice, dict) else None
+    if path:
+        return path
+    vendors = plugin_profiles(facts)
+    return vendors[0].name if vendors else None
 
 
 READY, UNKNOWN, BROKEN, NONE = "ready", "unknown", "broken", "none"
@@ -140,13 +146,8 @@ def _plugin_findings(nodes: list[dict[str, Any]]) -> list[Finding] | None:
             message=(f"every node loads the external net plugin {', '.join(names)}: it "
                      "chooses the network, so NCCL_NET and NCCL_IB_DISABLE are left alone"),
             severity=Severity.INFO, evidence={"nccl.net_plugin": plugins})]
-    missing = sorted(set(plugins) - set(with_plugin))
-    return [Finding(
-        message=(f"an external net plugin loads on {', '.join(with_plugin[:6])} but not on "
-                 f"{', '.join(missing[:6])}: the nodes would pick different networks"),
-        fix="Install the same net plugin on every node, or set NCCL_NET_PLUGIN=none "
-            "everywhere to use NCCL's internal transports.",
-        severity=Severity.ERROR, evidence={"nccl.net_plugin": plugins}, hosts=tuple(missing))]
+    # on some nodes only: cluster-net-plugin-partial names it, once; nothing is set here
+    return []
 
 
 def _all_ready(nodes: list[dict[str, Any]], evidence: dict[str, Any]) -> list[Finding]:
@@ -180,7 +181,9 @@ def _all_ready(nodes: list[dict[str, Any]], evidence: dict[str, Any]) -> list[Fi
     first = next(iter(evidence["ib"]))
     return [Finding(
         message=(f"every node can use IB/RoCE ({evidence['ib'][first]} on {first}); "
-                 "NCCL_NET=IB makes a silent fallback to Socket an error at init"),
+                 "NCCL_NET=IB makes a silent fallback to Socket an error at init, and "
+                 "bypasses any net plugin installed later (NCCL skips networks not named IB, "
+                 "src/plugin/net.cc@v2.30.7-1)"),
         env={"NCCL_NET": "IB"}, severity=Severity.INFO, evidence=evidence)]
 
 
@@ -235,7 +238,7 @@ RULE = Rule(
     title="Pin IB when every node can use it, never downgrade on our own",
     severity=Severity.WARNING,
     reads=("nccl.ibverbs", "nccl.net_plugin", "ib.devices?", "ib.dev_infiniband?", "env.nccl?",
-           "nccl.conf_env?"),
+           "nccl.conf_env?", "nccl.net_plugins?", "env.other?"),
     sets=("NCCL_NET",),
     why=("NCCL picks the first network that initialises: an external plugin, then IB, then "
          "Socket, and NCCL_NET (compared without case) forces one (src/net.cc up to v2.25.1-1, "

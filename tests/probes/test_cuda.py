@@ -34,6 +34,9 @@ def make_tree(root: Path) -> None:
     (kit / "targets/x86_64-linux/lib").mkdir(parents=True)
     (kit / "version.json").write_text(VERSION_JSON)
     (kit / "targets/x86_64-linux/lib/libcudart.so.12.4.127").write_bytes(b"\x7fELF")
+    (kit / "compat").mkdir()  # the cuda-compat-12-4 package's forward-compatibility libcuda
+    (kit / "compat/libcuda.so.550.54.15").write_bytes(b"\x7fELF")
+    os.symlink("libcuda.so.550.54.15", kit / "compat/libcuda.so.1")
     os.symlink("libcudart.so.12.4.127", kit / "targets/x86_64-linux/lib/libcudart.so.12")
     os.symlink("targets/x86_64-linux/lib", kit / "lib64")
     os.symlink("cuda-12.4", root / "usr/local/cuda")
@@ -56,8 +59,9 @@ def test_toolkits_and_runtimes_of_a_tree(tmp_path):
     kits = {t["path"]: t for t in data["toolkits"]}
     assert kits["/usr/local/cuda-12.4"] == {
         "path": "/usr/local/cuda-12.4", "version": "12.4.1", "cudart_version": "12.4.127",
-        "source": "version.json", "aliases": ["/usr/local/cuda"]}
+        "source": "version.json", "aliases": ["/usr/local/cuda"], "compat": "550.54.15"}
     assert kits["/usr/local/cuda-10.2"]["version"] == "10.2.89"
+    assert kits["/usr/local/cuda-10.2"]["compat"] is None
     runtimes = {r["path"]: (r["version"], r["found_via"]) for r in data["runtimes"]}
     assert runtimes == {
         "/usr/local/cuda-12.4/targets/x86_64-linux/lib/libcudart.so.12.4.127": ("12.4.127",

@@ -31,7 +31,7 @@ def recorded(tmp_path: Path, iptables: str | None, hosts: str, env: dict | None 
         for key, value in (("rp_filter", rp), ("arp_ignore", 0), ("arp_announce", 0)):
             files[f"root/proc/sys/net/ipv4/conf/{name}/{key}"] = f"{value}\n"
     if iptables is not None:
-        files["commands/iptables_-S_INPUT.txt"] = iptables
+        files["commands/iptables_-S.txt"] = iptables
     write(tmp_path, files)
     (tmp_path / "links.json").write_text(json.dumps({"proc/self/ns/net": "net:[4026532281]"}))
     (tmp_path / "environ.json").write_text(json.dumps(env or {}))
@@ -63,14 +63,22 @@ def test_unreadable_firewall_is_said_not_guessed(tmp_path):
 
 
 def test_recorded_facts_drive_the_rules(tmp_path):
-    """MASTER_ADDR=localhost is an error; the firewall rule needs the network section too."""
+    """MASTER_ADDR=localhost in a two-node job is an error; on one node (PyTorch's DDP tutorial
+    sets it so) it is only INFO; the firewall rule needs the network section too."""
     folder = recorded(tmp_path, "-P INPUT DROP\n", "127.0.0.1 localhost\n",
                       {"MASTER_ADDR": "localhost"})
     data = netpath.collect(RecordedHost(folder), [])
-    doc = {"hostname": "gpu01", "sections": {"netpath": {"status": "ok", "data": data}}}
+    job = {"launcher": {"kind": "slurm", "nnodes": 2}}
+    doc = {"hostname": "gpu01", "sections": {"netpath": {"status": "ok", "data": data},
+                                             "host": {"status": "ok", "data": job}}}
     rules = [r for r in NODE_RULES if r.id == "host-hostname-loopback"]
     [finding] = evaluate(rules, [doc])["findings"]
     assert finding["severity"] == "error" and "MASTER_ADDR=localhost" in finding["message"]
+    alone = {"hostname": "gpu01", "sections": {
+        "netpath": {"status": "ok", "data": data},
+        "env": {"status": "ok", "data": {"other": {"MASTER_ADDR": "localhost"}}}}}
+    [finding] = evaluate(rules, [alone])["findings"]
+    assert finding["severity"] == "info" and "one node" in finding["message"]
 
 
 def test_native_nftables_drop_is_seen_behind_an_empty_iptables(tmp_path):

@@ -22,7 +22,14 @@ STUCK = (REAL / "fabric-in-progress.gpu-operator-2511.txt").read_text()
 DONE = (REAL / "fabric-completed.lucien-549.txt").read_text()
 
 
-def host_folder(tmp_path: Path, acs_on: bool, fabric: str, fm: str, group: str) -> Path:
+def on_switch_port(text: str) -> str:
+    """The recorded GPP bridge's block again as the switch downstream port 44:00.0 above the
+    GPU and the NIC (ours: the poster did not print the switch's ports)."""
+    return text + text.replace("40:01.1 PCI bridge", "44:00.0 PCI bridge", 1)
+
+
+def host_folder(tmp_path: Path, acs_on: bool, fabric: str, fm: str, group: str,
+                lspci: str | None = None) -> Path:
     files = {
         "root/proc/cmdline": "BOOT_IMAGE=/boot/vmlinuz-5.15.0-1042-nvidia ro intel_iommu=on\n",
         "root/proc/cpuinfo": "processor\t: 0\nflags\t\t: fpu vme de pse tsc msr\n",
@@ -31,7 +38,7 @@ def host_folder(tmp_path: Path, acs_on: bool, fabric: str, fm: str, group: str) 
         f"root/sys/bus/pci/devices/{NIC}/class": "0x020700\n",
         f"root/sys/bus/pci/devices/{NIC}/vendor": "0x15b3\n",
         "root/sys/kernel/iommu_groups/41/type": f"{group}\n",
-        "commands/lspci_-D_-vvv.txt": LSPCI_ON if acs_on else LSPCI_OFF,
+        "commands/lspci_-D_-vvv.txt": lspci or (LSPCI_ON if acs_on else LSPCI_OFF),
         "commands/nvidia-smi_-q.txt": fabric,
         "commands/systemctl_is-active_nvidia-fabricmanager.txt": f"{fm}\n",
         "commands/systemctl_is-active_nvidia-fabricmanager.json": json.dumps(
@@ -67,10 +74,19 @@ def test_acs_translated_iommu_and_stopped_fabric_manager(tmp_path):
     gpu = next(p for p in data["pci_paths"] if p["kind"] == "gpu")
     assert [b["bdf"] for b in gpu["bridges"]] == ["0000:40:01.1", "0000:43:00.0", "0000:44:00.0"]
     assert gpu["bridges"][0]["acs"]["ReqRedir"] is True and gpu["iommu_group_type"] == "DMA-FQ"
-    assert data["fabric"] == [{"pci_bus_id": None, "state": "In Progress", "status": None}]
+    assert data["fabric"] == [{"pci_bus_id": None, "state": "In Progress", "status": None,
+                              "clique_id": None, "cluster_uuid": None}]
     assert data["fabric_manager"] == "inactive"
-    assert findings(data) == {"platform-acs-iommu": ["error", "warning"],
+    # ACS on the root port (AMD's GPP bridge) only: the GPU-NIC pair below the switch does not
+    # pass through it, and NCCL's docs ask to disable ACS on switches (issue 23)
+    assert findings(data) == {"platform-acs-iommu": ["warning"],
                               "platform-fabric-not-ready": ["error"]}
+
+
+def test_acs_on_the_switch_port_between_gpu_and_nic_is_an_error(tmp_path):
+    folder = host_folder(tmp_path, True, DONE, "active", "identity", on_switch_port(LSPCI_ON))
+    data = platform.collect(RecordedHost(folder), [])
+    assert findings(data) == {"platform-acs-iommu": ["error"]}
 
 
 def test_healthy_platform_is_quiet(tmp_path):

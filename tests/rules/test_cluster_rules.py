@@ -138,12 +138,27 @@ def test_missing_dev_infiniband_counts_as_no_ib():
     assert finding["hosts"] == ["n2"] and finding["severity"] == "error"
 
 
-def test_a_plugin_on_some_nodes_only_is_an_error_and_sets_nothing():
+def test_a_plugin_on_some_nodes_only_is_one_error_and_sets_nothing():
+    """cluster-net-plugin-partial names it; net-transport says nothing more (issue 23)."""
+    from ncclcheck.rules import cluster_net_plugin_partial
     nodes = [fx.node("n1", nccl=fx.nccl(plugin="/usr/lib/libnccl-net.so"), ib=fx.UNAVAILABLE_IB,
                      env=fx.env()),
              fx.node("n2", nccl=fx.nccl(), ib=fx.UNAVAILABLE_IB, env=fx.env())]
+    for node in nodes:
+        node["sections"]["nccl"]["data"].setdefault("libraries", [{"path": "/usr/lib/libnccl.so.2"}])
+    assert run(net_transport.RULE, nodes) == []
+    findings = evaluate([net_transport.RULE, cluster_net_plugin_partial.RULE], nodes)["findings"]
+    [finding] = findings
+    assert finding["rule"] == "cluster-net-plugin-partial" and finding["severity"] == "error"
+    assert finding["env"] == {}
+
+
+def test_nccl_net_ib_reason_says_it_bypasses_plugins():
+    nodes = [fx.node(f"n{i}", nccl=fx.nccl(), ib=fx.ib(fx.device("mlx5_0", fx.port())), env=fx.env())
+             for i in (1, 2)]
     [finding] = run(net_transport.RULE, nodes)
-    assert finding["env"] == {} and finding["severity"] == "error" and finding["hosts"] == ["n2"]
+    assert finding["env"] == {"NCCL_NET": "IB"}
+    assert "bypasses any net plugin installed later" in finding["message"]
 
 
 def test_a_failed_ib_probe_skips_rather_than_guessing():

@@ -15,6 +15,7 @@ def node(version, dmabuf=False, nv_peer_mem=False):
     return {"hostname": "n1", "sections": {
         "gpu": {"status": "ok", "data": {"gpus": [{"index": 0}]}},
         "ib": {"status": "ok", "data": {"devices": [{"name": "mlx5_0"}], "gdr": gdr}},
+        "env": {"status": "ok", "data": {"nccl": {}}},
         "nccl": {"status": "ok", "data": nccl}}}
 
 
@@ -31,3 +32,29 @@ def test_peermem_needs_nccl_2_23(version, kw, fires):
     assert bool(result["findings"]) is fires
     if fires:
         assert "nccl#1676" in result["findings"][0]["message"]
+
+
+def efa_node(plugin="/opt/amazon/ofi-nccl/lib/libnccl-net.so", names=None, env=None):
+    """An AWS p5 as issue 23 saw it: 32 EFA devices (rdmap<bus>s0), aws-ofi-nccl, and
+    efa_nv_peermem instead of nvidia_peermem, so NCCL's own IB check reads 'not ready'."""
+    names = names or [f"rdmap{b}s0" for b in range(32)]
+    gdr = {"peermem": False, "nv_peer_mem": False, "dmabuf": None, "ready": False,
+           "reason": "no nvidia_peermem or nv_peer_mem module"}
+    return {"hostname": "p5", "sections": {
+        "gpu": {"status": "ok", "data": {"gpus": [{"index": i} for i in range(8)]}},
+        "ib": {"status": "ok", "data": {"devices": [{"name": n} for n in names], "gdr": gdr}},
+        "env": {"status": "ok", "data": {"nccl": env or {}}},
+        "nccl": {"status": "ok", "data": {"versions": ["2.21.5"], "torch_loads": None,
+                                          "system_loads": None,
+                                          "net_plugin": {"path": plugin}}}}}
+
+
+def test_efa_only_and_plugin_nodes_are_not_judged_by_nccls_ib_check():
+    rule = [ib_gdr_not_ready.RULE]
+    assert evaluate(rule, [efa_node()])["findings"] == []
+    assert evaluate(rule, [efa_node(plugin=None)])["findings"] == []  # EFA-only
+    # an external plugin on mlx5 (e.g. gIB): the plugin registers memory itself
+    assert evaluate(rule, [efa_node(names=["mlx5_0"])])["findings"] == []
+    # ... unless NCCL_NET=IB bypasses it, and without a plugin NCCL's IB check decides
+    assert evaluate(rule, [efa_node(names=["mlx5_0"], env={"NCCL_NET": "IB"})])["findings"]
+    assert evaluate(rule, [efa_node(plugin=None, names=["mlx5_0"])])["findings"]

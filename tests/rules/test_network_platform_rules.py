@@ -30,8 +30,8 @@ EXPECTED = {
     "platform-fabric-not-ready": {"gpu-operator-2511": "error", "azhpc-images-506": "error",
                                   "hgx-fm-failed": "error"},
     "cluster-rail-cross-nic": {"gpu01": "warning", "gpu02": "warning"},
-    "cluster-ranks-split-netns": {"pod-gpu0": "error", "pod-gpu1": "error"},
-    "gpu-cuda-driver-too-old": {"old-major": "error", "old-minor": "warning"},
+    "cluster-ranks-split-netns": {"pod-gpu0": "warning", "pod-gpu1": "warning", "dgx-07": "error"},
+    "gpu-cuda-driver-too-old": {"old-major": "error", "compat-unused": "error"},
 }
 
 
@@ -89,3 +89,28 @@ def test_fixes_name_the_system_change_or_the_variable():
     # advice only where a variable could hurt: no rule here disables a transport or NVLS by itself
     for rule_id in EXPECTED:
         assert not set(BY_ID[rule_id].sets) - {"NCCL_CROSS_NIC"}
+
+
+def test_split_netns_fix_is_version_gated():
+    """NCCL_IPC_USE_ABSTRACT_SOCKET exists from 2.29.2: not offered to NCCL 2.21.5."""
+    nodes = load("cluster-ranks-split-netns", "fail")
+    [err] = [f for f in evaluate([BY_ID["cluster-ranks-split-netns"]], nodes)["findings"]
+             if f["severity"] == "error"]
+    assert "only from NCCL 2.29.2 (here: 2.21.5)" in err["fix"]
+    assert "NCCL_CUMEM_ENABLE=0" in err["fix"]
+    newer = copy.deepcopy(nodes)
+    for n in newer[2:]:
+        n["sections"]["nccl"]["data"]["torch_loads"]["version"] = "2.29.2"
+    [err] = [f for f in evaluate([BY_ID["cluster-ranks-split-netns"]], newer)["findings"]
+             if f["severity"] == "error"]
+    assert "NCCL_IPC_USE_ABSTRACT_SOCKET=0 with a /tmp" in err["fix"]
+
+
+def test_forward_compatibility_on_the_library_path_is_info():
+    nodes = load("gpu-cuda-driver-too-old", "fail")
+    [unused] = evaluate([BY_ID["gpu-cuda-driver-too-old"]], nodes[1:])["findings"]
+    assert "export LD_LIBRARY_PATH=/usr/local/cuda-12.4/compat:$LD_LIBRARY_PATH" in unused["fix"]
+    used = copy.deepcopy(nodes[1])
+    used["sections"]["env"]["data"]["other"]["LD_LIBRARY_PATH"] = "/usr/local/cuda/compat:/usr/lib"
+    [f] = evaluate([BY_ID["gpu-cuda-driver-too-old"]], [used])["findings"]
+    assert f["severity"] == "info" and "forward compatibility" in f["message"]

@@ -13,6 +13,7 @@ import pytest
 import ncclcheck.rules as rules_pkg
 from ncclcheck.probes import PROBES
 from ncclcheck.rules import ALL_RULES, CLUSTER_RULES, NODE_RULES
+from ncclcheck.rules.common import PEER_READS
 from ncclcheck.rules.engine import evaluate
 
 FACTS = Path(__file__).parent.parent / "fixtures" / "facts"
@@ -34,7 +35,7 @@ def test_ids_unique_and_well_formed():
 
 
 def test_every_rule_module_is_registered():
-    helpers = {"base", "engine", "common"}  # the Rule type, the engine, shared helpers
+    helpers = {"base", "engine", "common", "firewall_walk", "vendors"}  # Rule, engine, helpers
     modules = {m.name for m in pkgutil.iter_modules(rules_pkg.__path__)} - helpers
     registered = {r.id.replace("-", "_") for r in ALL_RULES}
     assert modules == registered
@@ -66,7 +67,7 @@ def test_pass_fixture_is_quiet_and_fail_fixture_fires(rule):
 @pytest.mark.parametrize("rule", ALL_RULES, ids=lambda r: r.id)
 def test_reads_are_honest(rule):
     """The fail fixture cut down to the declared sections gives the same findings."""
-    declared = {p.split(".")[0] for p in rule.reads}
+    declared = {p.split(".")[0] for p in rule.reads + (PEER_READS if rule.peers else ())}
     nodes = load(rule, "fail")
     pruned = [{**n, "sections": {k: v for k, v in n["sections"].items() if k in declared}}
               for n in nodes]

@@ -109,3 +109,77 @@ def test_healthy_then_planted_faults_each_on_its_node(fleet, tmp_path):
     loop = [f for f in found["node2"] if f["rule"] == "host-hostname-loopback"]
     assert loop and "127.0.1.1" in loop[0]["message"] and "/etc/hosts" in loop[0]["fix"]
     assert not [f for f in found["node1"] if f["rule"] == "host-hostname-loopback"]
+
+
+@pytest.fixture(scope="module")
+def fw_fleet(make_cluster):  # noqa: F811
+    """Two nodes of their own: the faults planted above stay out of the firewall walk."""
+    if not shutil.which("iptables"):
+        pytest.fail("iptables is missing: scripts/install-test-deps installs it")
+    return make_cluster(2, fresh=True)
+
+
+def _reach(c, src: str, dst_addr: str) -> str:
+    """What a new TCP connection from ``src`` to an ephemeral port of ``dst_addr`` (nothing
+    listens there) meets: 'refused' (the SYN got through), 'blocked' (rejected or timed out)."""
+    code = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
+            "try:\n s.connect((sys.argv[1],40000))\nexcept ConnectionRefusedError:\n print('refused')\n"
+            "except OSError:\n print('blocked')\nelse:\n print('open')\n")
+    return c.exec(src, [sys.executable, "-c", code, dst_addr], timeout=20).stdout.strip()
+
+
+@pytest.mark.parametrize("variant", ["rhel-reject", "source-drop", "policy-drop", "conntrack-trust"])
+def test_firewall_variants_walked_as_the_kernel_does(fw_fleet, tmp_path, variant):
+    """Issue 27's three variants on a real node1 are ERRORs naming what decides, with one
+    runnable command per subnet that, run on node1, lets node2 in; issue 23's conntrack-scoped
+    trust of the peers' subnet before a DROP policy is no finding."""
+    c = fw_fleet
+    subnet = str(ipaddress.ip_network(c.link()["subnet"]))
+    wide = str(ipaddress.ip_network(subnet).supernet(new_prefix=16))
+    plans = {
+        "rhel-reject": [["-A", "INPUT", "-m", "state", "--state", "RELATED,ESTABLISHED", "-j",
+                         "ACCEPT"], ["-A", "INPUT", "-p", "icmp", "-j", "ACCEPT"],
+                        ["-A", "INPUT", "-i", "lo", "-j", "ACCEPT"],
+                        ["-A", "INPUT", "-p", "tcp", "-m", "state", "--state", "NEW", "-m", "tcp",
+                         "--dport", "22", "-j", "ACCEPT"],
+                        ["-A", "INPUT", "-j", "REJECT", "--reject-with", "icmp-host-prohibited"]],
+        # (ssh first: probe --hostfile reaches node1 from inside that /16 too)
+        "source-drop": [["-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"],
+                        ["-A", "INPUT", "-s", wide, "-p", "tcp", "-j", "DROP"]],
+        "policy-drop": [["-A", "INPUT", "-i", "lo", "-j", "ACCEPT"],
+                        ["-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"],
+                        ["-P", "INPUT", "DROP"]],
+        "conntrack-trust": [["-A", "INPUT", "-m", "conntrack", "--ctstate", "RELATED,ESTABLISHED",
+                             "-j", "ACCEPT"],
+                            ["-A", "INPUT", "-s", wide, "-m", "conntrack", "--ctstate", "NEW",
+                             "-j", "ACCEPT"], ["-P", "INPUT", "DROP"]],
+    }
+    node1 = c.node("node1").addr
+    try:
+        run_in(c, "node1", "iptables", "-F", "INPUT")
+        run_in(c, "node1", "iptables", "-P", "INPUT", "ACCEPT")
+        # probe over ssh first: the ssh rules above keep it reachable in every variant
+        for argv in plans[variant]:
+            run_in(c, "node1", "iptables", *argv)
+        reach = _reach(c, "node2", node1)
+        found = probe(c, tmp_path)
+        fw = [f for f in found["node1"] if f["rule"] == "net-firewall-blocks-peers"]
+        if variant == "conntrack-trust":
+            assert reach == "refused" and fw == [], (reach, fw)
+            return
+        assert reach == "blocked", reach  # the planted firewall really refuses the peer
+        [f] = fw
+        assert f["severity"] == "error", f
+        decides = {"rhel-reject": "--reject-with icmp-host-prohibited",
+                   "source-drop": f"-s {wide} -p tcp -j DROP",
+                   "policy-drop": "INPUT policy DROP"}[variant]
+        assert decides in f["message"], f["message"]
+        command = f"iptables -I INPUT -s {subnet} -j ACCEPT"
+        assert command in f["fix"], f["fix"]
+        run_in(c, "node1", *command.split())  # the fix, run as given, lets node2 in
+        assert _reach(c, "node2", node1) == "refused"
+        assert not [f for f in probe(c, tmp_path)["node1"]
+                    if f["rule"] == "net-firewall-blocks-peers"]
+    finally:
+        run_in(c, "node1", "iptables", "-P", "INPUT", "ACCEPT")
+        run_in(c, "node1", "iptables", "-F", "INPUT")
