@@ -144,9 +144,13 @@ def render_verify(console: Console, result: dict[str, Any]) -> None:
         console.print(Text(head + f"NCCL read every variable and bootstraps on "
                                   f"{boot.get('interface')} {uid.get('address')}:{uid.get('port')}",
                            style="green"))
-        return
-    console.print(Text(head + "FAILED", style="bold red"))
+    else:
+        console.print(Text(head + "FAILED", style="bold red"))
     for problem in result.get("problems") or []:
         console.print(Text(f"  {problem}", style="red"))
+    for warning in result.get("warnings") or []:
+        console.print(Text(f"  warning: {warning}", style="yellow"))
+    if result.get("ok"):
+        return
     for line in result.get("log_tail") or []:
         console.print(Text(f"  | {line}", style="dim"))
