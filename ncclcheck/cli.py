@@ -22,14 +22,16 @@ from ncclcheck.clibase import (  # noqa: F401  (re-exported: callers import them
     fail_on_option,
 )
 from ncclcheck.clibench import bench
-from ncclcheck.cliopts import EvalCommand, GreedyOption, show_usage_error, stdout_dash
+from ncclcheck.cliopts import (EvalCommand, FullHelpGroup, GreedyOption, show_usage_error,
+                               stdout_dash)
 from ncclcheck.cliprobe import probe
 from ncclcheck.errors import NcclcheckError
 from ncclcheck.exitcodes import ExitCode
 from ncclcheck.textsafe import printable, printable_lines
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=FullHelpGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="ncclcheck")
 # DeepSpeed's launcher (deepspeed/launcher/launch.py) and torch.distributed.launch put
 # --local_rank=N (torch >= 2.0: --local-rank=N) between the module and its arguments:
@@ -262,7 +264,8 @@ _add_tune()
 @cli.command("schema")
 @click.argument("name", required=False, metavar="[NAME]")
 def schema_cmd(name: str | None) -> None:
-    """Print the JSON Schema of a document (facts, cluster, bench, diagnosis, recommendation).
+    """Print the JSON Schema of a document (facts, cluster, bench, pairwise, diagnosis,
+    recommendation, tune).
 
     \b
       ncclcheck schema                 # the names

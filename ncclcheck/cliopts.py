@@ -104,3 +104,18 @@ def _exit_for_eval(exc: BaseException, as_json: bool) -> None:
             click.echo(f"(exit {code})  # ncclcheck failed: see its error on stderr")
     except (OSError, ValueError):
         pass
+
+
+class FullHelpGroup(click.Group):
+    """A group whose command list gives each command's whole first sentence, wrapped under
+    its name, where click cuts it to the terminal's width with '...'."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=500)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)

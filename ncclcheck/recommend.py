@@ -226,7 +226,9 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
     decide_ties(merged["ties"], runs, env, reasons)
     for tie in merged["ties"]:
         files = list(candidate_files(tie, env))
-        tie["decide_with"] = "ncclcheck bench --hostfile HOSTS --compare " + " ".join(files)
+        # the files exist only once --candidates-dir wrote them (write_candidates says where)
+        tie["decide_with"] = (f"recommend --candidates-dir DIR writes {', '.join(files)}; then "
+                              f"ncclcheck bench --hostfile HOSTS --compare DIR/{tie['var']}-*.env")
         tie["files"] = files
     safe, refused = split_safe(env)
     for item in refused:

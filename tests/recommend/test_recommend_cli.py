@@ -79,6 +79,16 @@ def test_candidates_dir_writes_the_tie_files(files, tmp_path):
     assert tie["decide_with"].endswith(tie["files"][-1])
 
 
+def test_a_tie_without_candidates_dir_points_at_it_not_at_missing_files(files, tmp_path):
+    """Issue 27 item 13: the --compare files exist only once --candidates-dir wrote them."""
+    out = ncclcheck("recommend", "--probe", str(files["ib-broken-on-one"]), cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert "decide with: recommend --candidates-dir DIR writes NCCL_SOCKET_IFNAME-1.env" in said
+    assert "--compare DIR/NCCL_SOCKET_IFNAME-*.env" in said
+    assert "--compare NCCL_SOCKET_IFNAME-1.env" not in said
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("args, needle", [
     (["recommend", "--probe", "/no/such.json"], "no such file"),
     (["recommend", "--probe"], "requires an argument"),
