@@ -193,3 +193,20 @@ def test_the_tables_survive_any_section_data():
         mutate(doc["findings"])
         width = 50 if seed % 4 == 0 else 80
         render_facts(Console(file=io.StringIO(), width=width, color_system=None), doc)
+
+
+def test_group_help_at_80_columns_keeps_each_commands_sentence_whole():
+    """Issue 27 item 11: click cut the one-liners with '...' at 80 columns."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "--help"], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "COLUMNS": "80"})
+    assert out.returncode == 0 and "..." not in out.stdout, out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    flat = " ".join(out.stdout.split())
+    assert "recommend Recommend NCCL settings for every node: stdout is an env file, reasons go " \
+           "to stderr." in flat
+    assert "bench Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL " \
+           "or gloo)." in flat
