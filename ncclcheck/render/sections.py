@@ -117,6 +117,17 @@ class Matrix:
         yield Text("\n".join([title, *lines]), no_wrap=True, overflow="crop")
 
 
+def _numa(nodes: Any) -> str | None:
+    """``1`` on a one-node box (never ``0``, its id), ``2 (0, 1)`` with more.
+
+    >>> _numa([0]), _numa([0, 1]), _numa([])
+    ('1', '2 (0, 1)', None)
+    """
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    return str(len(nodes)) + (f" ({', '.join(map(str, nodes))})" if len(nodes) > 1 else "")
+
+
 def host_view(d: dict[str, Any]) -> list[Any]:
     """Host identity, container and launcher."""
     container = d.get("container") or {}
@@ -129,7 +140,7 @@ def host_view(d: dict[str, Any]) -> list[Any]:
     return [grid([
         ("hostname", d.get("hostname")), ("os", d.get("os")), ("kernel", d.get("kernel")),
         ("cpu", f"{d.get('cpu_model') or '?'} x {d.get('cpu_count') or '?'}"),
-        ("numa nodes", ", ".join(map(str, d.get("numa_nodes") or [])) or None),
+        ("NUMA nodes", _numa(d.get("numa_nodes"))),
         ("memory", human_bytes(d.get("memory_total_bytes"))),
         ("container", container.get("runtime") or "none"),
         ("launcher", launch or "none"),
@@ -285,7 +296,12 @@ def env_view(d: dict[str, Any]) -> list[Any]:
     return [grid(rows) if rows else Text("no NCCL-related variables set", style="dim")]
 
 
-VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
-    "host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view, "network": network_view,
-    "ib": ib_view, "limits": limits_view, "env": env_view,
-}
+def _views() -> dict[str, Callable[[dict[str, Any]], list[Any]]]:
+    from ncclcheck.render.sections_net import netpath_view, platform_view
+
+    return {"host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view,
+            "network": network_view, "ib": ib_view, "limits": limits_view, "env": env_view,
+            "netpath": netpath_view, "platform": platform_view}
+
+
+VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = _views()
