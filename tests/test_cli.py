@@ -252,3 +252,24 @@ def test_sysctl_table_only_where_a_value_is_not_the_default():
     odd = shown({**zeros, "eth1": {"rp_filter": 1, "arp_ignore": 0, "arp_announce": 2}})
     assert "not at the kernel's default" in odd and re.search(r"eth1\s+1\s+0\s+2", odd)
     assert "eth0" not in odd and "nft: INPUT policy ACCEPT, no rules" in odd
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
+def test_names_and_paths_are_never_split_inside_at_80_columns(host):
+    """Issue 27 item 11: 'enp27s0f' / '0np0', 'site-package' / 's/nvidia' no more: a name is
+    whole, a path wraps only after a '/'."""
+    import os
+
+    out = ncclcheck("probe", "--replay", str(HOSTS / host),
+                    env={**os.environ, "COLUMNS": "80", "NO_COLOR": "1"})
+    words = out.stdout.replace("│", " ").split()
+    facts = json.loads(ncclcheck("probe", "--replay", str(HOSTS / host), "--json").stdout)
+    for iface in facts["sections"]["network"]["data"]["interfaces"]:
+        assert iface["name"] in words, iface["name"]
+    ib = facts["sections"]["ib"]
+    for dev in (ib["data"] or {}).get("devices", []) if ib["status"] == "ok" else []:
+        for port in dev["ports"]:
+            assert f"{dev['name']}:{port['port']}" in words
+    for lib in facts["sections"]["nccl"]["data"]["libraries"]:
+        for segment in filter(None, lib["path"].split("/")):
+            assert any(segment in w for w in words), (segment, out.stdout)
