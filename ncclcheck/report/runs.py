@@ -169,5 +169,5 @@ def run_view(r: dict[str, Any]) -> dict[str, Any]:
         "env": [{"name": str(k), "value": str(v)} for k, v in env.items()],
         "candidate_env": [{"name": str(k), "value": str(v)}
                           for k, v in (b.get("candidate_env") or {}).items()],
-        "rows": rows, "transport": transport_view(b.get("transport")),
+        "rows": rows, "transport": transport_view(b.get("transport"), b.get("backend")),
     }
