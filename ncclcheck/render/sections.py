@@ -311,12 +311,8 @@ def env_view(d: dict[str, Any]) -> list[Any]:
     return [grid(rows) if rows else Text("no NCCL-related variables set", style="dim")]
 
 
-def _views() -> dict[str, Callable[[dict[str, Any]], list[Any]]]:
-    from ncclcheck.render.sections_net import netpath_view, platform_view
-
-    return {"host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view,
-            "network": network_view, "ib": ib_view, "limits": limits_view, "env": env_view,
-            "netpath": netpath_view, "platform": platform_view}
-
-
-VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = _views()
+# netpath and platform: render/sections_net.py (NET_VIEWS), which builds on grid and table here
+VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
+    "host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view, "network": network_view,
+    "ib": ib_view, "limits": limits_view, "env": env_view,
+}

@@ -126,3 +126,6 @@ def platform_view(d: dict[str, Any]) -> list[Any]:
                          [[f.get("pci_bus_id"), f.get("state") or "-", f.get("status") or "-"]
                           for f in fabric]))
     return out
+
+
+NET_VIEWS = {"netpath": netpath_view, "platform": platform_view}

@@ -74,6 +74,8 @@ class Breakable:
 
     >>> Breakable("/usr/lib/x86_64-linux-gnu/libnccl.so.2").lines(16)
     ['/usr/lib/', 'x86_64-linux-gnu/', 'libnccl.so.2']
+    >>> Breakable("see https://github.com/NVIDIA/nccl").lines(24)
+    ['see https://github.com/', 'NVIDIA/nccl']
     >>> Breakable("a, b, c").lines(4), Breakable("eth0").least
     (['a,', 'b, c'], 4)
     """
@@ -83,7 +85,8 @@ class Breakable:
         import re
 
         self.text, self.style = "-" if text is None else str(text), style
-        pattern = r"[^/, ]*(?:/|, ?| )|[^/, ]+$" if spaces else r"[^/,]*(?:/|, ?)|[^/,]+$"
+        pattern = (r"(?:\w+://)?[^/, ]*(?:/|, ?| )|[^/, ]+$" if spaces  # never after "https:/"
+                   else r"(?:\w+://)?[^/,]*(?:/|, ?)|[^/,]+$")
         self.parts = re.findall(pattern, self.text) or [self.text]
         self.least = max(len(p.rstrip()) for p in self.parts)
 
