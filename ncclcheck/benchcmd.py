@@ -127,9 +127,11 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
     candidates = [(path, envfile.load_env_file(path)) for path in req.compare_files]
     runs: list[dict[str, Any]] = []
     failed: list[str] = []
-    for path, env in candidates:
-        label = os.path.basename(path)
-        err.print(f"bench: running {label} ({len(env)} settings)", highlight=False)
+    labels = envfile.content_labels([env for _, env in candidates],
+                                    [path for path, _ in candidates])
+    for (path, env), label in zip(candidates, labels):
+        err.print(f"bench: running {label} ({path}, {len(env)} settings)", highlight=False,
+                  markup=False)
         try:
             doc = launch.run(bench_options(req, env), progress_for(out, req.as_json))
         except NcclcheckError as exc:

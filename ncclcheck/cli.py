@@ -22,17 +22,23 @@ from ncclcheck.clibase import (  # noqa: F401  (re-exported: callers import them
     fail_on_option,
 )
 from ncclcheck.clibench import bench
-from ncclcheck.cliopts import GreedyOption, show_usage_error, stdout_dash
+from ncclcheck.cliopts import (EvalCommand, FullHelpGroup, GreedyOption, show_usage_error,
+                               stdout_dash)
 from ncclcheck.cliprobe import probe
 from ncclcheck.errors import NcclcheckError
 from ncclcheck.exitcodes import ExitCode
 from ncclcheck.textsafe import printable, printable_lines
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=FullHelpGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "-V", "--version", prog_name="ncclcheck")
+# DeepSpeed's launcher (deepspeed/launcher/launch.py) and torch.distributed.launch put
+# --local_rank=N (torch >= 2.0: --local-rank=N) between the module and its arguments:
+# 'python -m ncclcheck --local_rank=0 bench'. Accepted there and ignored (LOCAL_RANK is read).
+@click.option("--local_rank", "--local-rank", "local_rank", hidden=True, metavar="N")
 @click.pass_context
-def cli(ctx: click.Context) -> None:
+def cli(ctx: click.Context, local_rank: str | None) -> None:
     """Make multi-node NCCL training networks work, and run fast.
 
     \b
@@ -66,7 +72,7 @@ def record(obj: Ctx, folder: str, root: str, scrub: bool) -> None:
 
 
 # --- rank command (rank.py) -----------------------------------------------------------------
-@cli.command()
+@cli.command(cls=EvalCommand)
 @click.option("--hostfile", required=True, metavar="FILE",
               help="Hostfile (DeepSpeed/MPI 'host slots=N', pssh 'user@host:port', or a list).")
 @click.option("--nodes", type=int, metavar="N", help="Use the first N hosts of the hostfile.")
@@ -88,7 +94,8 @@ def rank(obj: Ctx, hostfile: str, nodes: int | None, port_range: str, master_por
              --master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py
 
     Every node prints the same MASTER_PORT, or the master fails (exit 1) and names the
-    --master-port to give every node.
+    --master-port to give every node. On failure stdout is '(exit N)', so the eval fails too
+    and a 'bash -e' script stops there.
     """
     import json
 
@@ -257,7 +264,8 @@ _add_tune()
 @cli.command("schema")
 @click.argument("name", required=False, metavar="[NAME]")
 def schema_cmd(name: str | None) -> None:
-    """Print the JSON Schema of a document (facts, cluster, bench, diagnosis, recommendation).
+    """Print the JSON Schema of a document (facts, cluster, bench, pairwise, diagnosis,
+    recommendation, tune).
 
     \b
       ncclcheck schema                 # the names

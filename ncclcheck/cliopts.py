@@ -61,3 +61,61 @@ def show_usage_error(exc: click.ClickException) -> None:
         if ctx.command.get_help_option(ctx) is not None:
             click.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", err=True)
     click.echo(f"ncclcheck: error: {printable(exc.format_message())}", err=True)
+
+
+class EvalCommand(click.Command):
+    """A command whose stdout is made for ``eval "$(ncclcheck rank ...)"``: when it fails, its
+    stdout gets ``(exit N)`` (N its exit code) after the error line on stderr, so the ``eval``
+    returns the command's status instead of eval's 0 for an empty string, and ``bash -e`` stops
+    there. Not with ``--json`` (a JSON reader gets nothing) nor when stdout is a terminal."""
+
+    def make_context(self, info_name: str | None, args: list[str], parent: Any = None,
+                     **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, list(args), parent=parent, **extra)
+        except Exception as exc:
+            _exit_for_eval(exc, "--json" in args)
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            _exit_for_eval(exc, bool(ctx.params.get("as_json")))
+            raise
+
+
+def _exit_for_eval(exc: BaseException, as_json: bool) -> None:
+    import sys
+
+    from ncclcheck.errors import NcclcheckError
+    from ncclcheck.exitcodes import ExitCode
+
+    if isinstance(exc, click.exceptions.Exit) or as_json:
+        return
+    if isinstance(exc, NcclcheckError):
+        code = int(exc.code)
+    elif isinstance(exc, click.ClickException):
+        code = int(ExitCode.USAGE if isinstance(exc, click.UsageError) else exc.exit_code)
+    else:
+        code = int(ExitCode.ERROR)
+    try:
+        if not sys.stdout.isatty() and code:
+            click.echo(f"(exit {code})  # ncclcheck failed: see its error on stderr")
+    except (OSError, ValueError):
+        pass
+
+
+class FullHelpGroup(click.Group):
+    """A group whose command list gives each command's whole first sentence, wrapped under
+    its name, where click cuts it to the terminal's width with '...'."""
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=500)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)

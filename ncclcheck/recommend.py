@@ -226,7 +226,9 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
     decide_ties(merged["ties"], runs, env, reasons)
     for tie in merged["ties"]:
         files = list(candidate_files(tie, env))
-        tie["decide_with"] = "ncclcheck bench --hostfile HOSTS --compare " + " ".join(files)
+        # the files exist only once --candidates-dir wrote them (write_candidates says where)
+        tie["decide_with"] = (f"recommend --candidates-dir DIR writes {', '.join(files)}; then "
+                              f"ncclcheck bench --hostfile HOSTS --compare DIR/{tie['var']}-*.env")
         tie["files"] = files
     safe, refused = split_safe(env)
     for item in refused:
@@ -277,20 +279,19 @@ def verify_document(doc: dict[str, Any], nccl_lib: str | None,
     import os
     import tempfile
 
-    from ncclcheck.verify import find_libnccl, verify
+    from ncclcheck.verify import find_libnccl, verify, where_warnings
 
     with tempfile.TemporaryDirectory(prefix="ncclcheck-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
         Path(path).write_text(render_output(doc, "env"), encoding="utf-8")
         result = verify(path, find_libnccl(local_facts, nccl_lib))
-    if local_facts is None and not result["ok"]:
-        import socket
+    import socket
 
-        hosts = doc.get("hosts") or []
-        result["problems"].append(
-            f"this machine ({socket.gethostname()}) is not one of the nodes "
-            f"({', '.join(hosts[:4])}{' ...' if len(hosts) > 4 else ''}): the check ran here, "
-            "where their interfaces may not exist; run --verify on a node")
+    warnings = where_warnings(doc.get("env") or {}, local_facts, socket.gethostname(),
+                              [str(h) for h in doc.get("hosts") or []])
+    if local_facts is None and not result["ok"]:  # the likely reason it failed: a problem
+        result["problems"].append(warnings.pop(0))
+    result["warnings"] = warnings  # said also when it passed: what the pass does not prove
     return result
 
 

@@ -95,8 +95,7 @@ def footer_lines(doc: dict[str, Any]) -> list[str]:
         if t.get("decided_by"):
             lines += _wrap(f"TIE {t['var']} decided by bench: {t.get('verdict')}", "")
         else:
-            lines += _wrap(f"{tie_line(t)}; decide with: {t['decide_with']} (recommend "
-                           "--candidates-dir writes the files)", "")
+            lines += _wrap(f"{tie_line(t)}; decide with: {t['decide_with']}", "")
     acted = {f["rule"] for r in doc["reasons"].values() for f in r}
     node_rules = _node_rule_ids()
     to_act = [f for f in doc.get("findings") or []

@@ -264,3 +264,36 @@ def verify(env_path: str, library: str | None, timeout: float = VERIFY_TIMEOUT_S
         problems.append(f"the unique id holds {uid['address']}, the log says {boot['address']}")
     result["ok"] = not problems
     return result
+
+
+def where_warnings(wanted: dict[str, str], facts: dict[str, Any] | None, here: str,
+                   hosts: list[str], rdma_here: bool | None = None) -> list[str]:
+    """What a passing check here does not prove: ``facts`` None means this machine is not one
+    of ``hosts`` (the check ran on interfaces the nodes may not have); IB settings checked on a
+    machine without an RDMA device were read, never used (ncclGetUniqueId only bootstraps over
+    sockets, src/bootstrap.cc). ``rdma_here``: whether this machine has one, when no facts say.
+
+    >>> where_warnings({"NCCL_IB_HCA": "=mlx5_0"}, None, "laptop", ["n1", "n2"], False)[1][:45]
+    'this machine has no RDMA device: NCCL read NC'
+    """
+    out = []
+    if facts is None:
+        shown = ", ".join(hosts[:4]) + (" ..." if len(hosts) > 4 else "")
+        out.append(f"this machine ({here}) is not one of the nodes ({shown}): the check ran "
+                   "here, where their interfaces may not exist; run --verify on a node")
+    ib_vars = [k for k in wanted if k.startswith("NCCL_IB_")]
+    if str(wanted.get("NCCL_NET", "")).upper() == "IB":
+        ib_vars.insert(0, "NCCL_NET")
+    if facts is not None:
+        ib = ((facts.get("sections") or {}).get("ib") or {})
+        rdma_here = ib.get("status") == "ok" and bool((ib.get("data") or {}).get("devices"))
+    elif rdma_here is None:
+        try:
+            rdma_here = bool(os.listdir("/sys/class/infiniband"))
+        except OSError:
+            rdma_here = False
+    if ib_vars and not rdma_here:
+        out.append(f"this machine has no RDMA device: NCCL read {', '.join(ib_vars)} but the "
+                   "check could not use them (ncclGetUniqueId bootstraps over sockets only); "
+                   "run --verify on a node with the HCAs, or bench there")
+    return out

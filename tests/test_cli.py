@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -193,3 +194,82 @@ def test_the_tables_survive_any_section_data():
         mutate(doc["findings"])
         width = 50 if seed % 4 == 0 else 80
         render_facts(Console(file=io.StringIO(), width=width, color_system=None), doc)
+
+
+def test_group_help_at_80_columns_keeps_each_commands_sentence_whole():
+    """Issue 27 item 11: click cut the one-liners with '...' at 80 columns."""
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "--help"], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "COLUMNS": "80"})
+    assert out.returncode == 0 and "..." not in out.stdout.split("Commands:")[1], out.stdout
+    assert max(len(line) for line in out.stdout.splitlines()) <= 80
+    flat = " ".join(out.stdout.split())
+    assert "recommend Recommend NCCL settings for every node: stdout is an env file, reasons go " \
+           "to stderr." in flat
+    assert "bench Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL " \
+           "or gloo)." in flat
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
+def test_netpath_and_platform_panels_are_prose_at_80_columns(host):
+    """Issue 27 item 11: no dump of the facts' keys (readable=, boot_id=, platform.iommu, a
+    table of rp_filter zeros); NUMA nodes as a count."""
+    import os
+
+    out = ncclcheck("probe", "--replay", str(HOSTS / host),
+                    env={**os.environ, "COLUMNS": "80", "NO_COLOR": "1"})
+    assert out.returncode == 0, out.stderr
+    for dump in ("readable=", "input_policy=", "boot_id=", "netns=", "platform.", "netpath.",
+                 "acs_readable", "fabric_manager", "hostname_addrs", "┃"):
+        assert dump not in out.stdout, (dump, out.stdout)
+    panel = out.stdout.split("netpath ")[1]
+    assert "firewall  " in panel and "IPv4 routes" in panel
+    facts = json.loads(ncclcheck("probe", "--replay", str(HOSTS / host), "--json").stdout)
+    numa = facts["sections"]["host"]["data"]["numa_nodes"]
+    assert re.search(rf"NUMA nodes\s+{len(numa)}\b", out.stdout), out.stdout
+
+
+def test_sysctl_table_only_where_a_value_is_not_the_default():
+    import io
+
+    from rich.console import Console
+
+    from ncclcheck.render.sections_net import netpath_view
+
+    def shown(sysctl):
+        console = Console(file=io.StringIO(), width=80, color_system=None)
+        for part in netpath_view({"firewall": {"readable": True, "tool": "nft",
+                                               "input_policy": "ACCEPT", "input_rules": []},
+                                  "routes": [], "sysctl": sysctl}):
+            console.print(part)
+        return console.file.getvalue()
+
+    zeros = {n: {"rp_filter": 0, "arp_ignore": 0, "arp_announce": 0} for n in ("all", "eth0")}
+    assert "the kernel's default (0) on every interface" in " ".join(shown(zeros).split())
+    odd = shown({**zeros, "eth1": {"rp_filter": 1, "arp_ignore": 0, "arp_announce": 2}})
+    assert "not at the kernel's default" in odd and re.search(r"eth1\s+1\s+0\s+2", odd)
+    assert "eth0" not in odd and "nft: INPUT policy ACCEPT, no rules" in odd
+
+
+@pytest.mark.parametrize("host", sorted(p.name for p in HOSTS.iterdir() if p.is_dir()))
+def test_names_and_paths_are_never_split_inside_at_80_columns(host):
+    """Issue 27 item 11: 'enp27s0f' / '0np0', 'site-package' / 's/nvidia' no more: a name is
+    whole, a path wraps only after a '/'."""
+    import os
+
+    out = ncclcheck("probe", "--replay", str(HOSTS / host),
+                    env={**os.environ, "COLUMNS": "80", "NO_COLOR": "1"})
+    words = out.stdout.replace("│", " ").split()
+    facts = json.loads(ncclcheck("probe", "--replay", str(HOSTS / host), "--json").stdout)
+    for iface in facts["sections"]["network"]["data"]["interfaces"]:
+        assert iface["name"] in words, iface["name"]
+    ib = facts["sections"]["ib"]
+    for dev in (ib["data"] or {}).get("devices", []) if ib["status"] == "ok" else []:
+        for port in dev["ports"]:
+            assert f"{dev['name']}:{port['port']}" in words
+    for lib in facts["sections"]["nccl"]["data"]["libraries"]:
+        for segment in filter(None, lib["path"].split("/")):
+            assert any(segment in w for w in words), (segment, out.stdout)

@@ -211,3 +211,30 @@ def test_probe_reads_pdsh_output(make_cluster, tmp_path):
     doc = json.loads(res.stdout)
     assert sorted(n["hostname"] for n in doc["nodes"]) == ["node1", "node2"]
     assert [f["host"] for f in doc["failed"]] == ["node3"]
+
+
+@pytest.mark.skipif(not shutil.which("deepspeed", path=str(Path(sys.executable).parent))
+                    and not os.environ.get("CI"),
+                    reason="DeepSpeed not installed (scripts/install-test-deps installs it)")
+@pytest.mark.skipif(not shutil.which("pdsh") and not os.environ.get("CI"),
+                    reason="pdsh not installed (apt-get install pdsh)")
+def test_readme_deepspeed_line_runs_bench_on_both_nodes(make_cluster, tmp_path):
+    """README's line through DeepSpeed's real pdsh runner: its launch.py starts
+    'python -u -m ncclcheck --local_rank=0 bench ...' on every node (issue 27 item 4)."""
+    c = make_cluster(2)
+    shim = tmp_path / "bin"   # the test cluster's ssh config, as a user's ~/.ssh/config would be:
+    shim.mkdir()              # DeepSpeed's runner calls plain 'ssh HOST' and pdsh runs 'ssh'
+    (shim / "ssh").write_text(f'#!/bin/sh\nexec /usr/bin/ssh -F {c.ssh_config} "$@"\n')
+    (shim / "ssh").chmod(0o755)
+    (tmp_path / "hosts").write_text("".join(f"{n.name} slots=1\n" for n in c.nodes))
+    (tmp_path / ".deepspeed_env").write_text("NCCL_SOCKET_IFNAME=eth0\n")
+    env = dict(os.environ, PATH=f"{shim}:{Path(sys.executable).parent}:{os.environ['PATH']}")
+    out, _ = run(["deepspeed", "--hostfile", "hosts", "--num_nodes", "2", "--module",
+                  "ncclcheck", "bench", *SMALL], env, timeout=240, cwd=tmp_path)
+    assert "--local_rank=0" in out.stdout + out.stderr      # DeepSpeed did put it there
+    assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
+    assert "No such option" not in out.stdout + out.stderr
+    assert re.search(r"^node1: # backend gloo, 2 ranks on 2 nodes \(launched by deepspeed\)",
+                     out.stdout, re.M), out.stdout[-3000:]
+    assert re.search(r"^node1: # Transport .*interface eth0", out.stdout, re.M)
+    assert no_leftovers(c) == []

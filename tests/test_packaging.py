@@ -54,7 +54,8 @@ def test_bench_without_the_extra_says_what_to_install(tmp_path, tmp_path_factory
     out = subprocess.run([str(venv.bin / "ncclcheck"), "bench", "--procs", "2"], cwd=tmp_path,
                          capture_output=True, text=True, timeout=60)
     assert (out.returncode, out.stderr) == (
-        1, "ncclcheck: error: torch is not installed; pip install 'ncclcheck[bench]'\n")
+        1, "ncclcheck: error: torch is not installed; pip install torch (in ncclcheck's source "
+           "folder: pip install '.[bench]')\n")
 
 
 def test_the_bench_extra_runs_bench_cleanly_without_numpy(tmp_path, tmp_path_factory):
@@ -85,3 +86,15 @@ def test_ci_runs_the_readme_test_command_in_the_venv_it_creates():
     assert re.search(r"python3 -m venv (--clear )?\"\$VENV\"", deps)
     assert "--system-site-packages" not in deps + ci
     assert command.startswith("scripts/install-test-deps && .venv/bin/python -m pytest")
+
+
+def test_readme_install_and_schema_lines_say_what_works():
+    """Issue 27 item 13: 'ncclcheck[bench]' works only once ncclcheck is on an index; the
+    schema line names every document 'ncclcheck schema' prints."""
+    from ncclcheck import validate
+
+    readme = (ROOT / "README.md").read_text()
+    assert "ncclcheck[bench]" not in readme
+    assert "pip install '.[bench]'" in readme and "torch==2.13.0 --index-url" in readme
+    [line] = [ln for ln in readme.splitlines() if ln.startswith("ncclcheck schema   ")]
+    assert all(kind in line for kind in validate.KINDS), line

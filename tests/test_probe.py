@@ -142,3 +142,29 @@ def test_recorded_hosts_get_exactly_their_findings(host, expected):
     doc = probe.collect_facts(RecordedHost(HOSTS / host))
     assert {f["rule"]: f["severity"] for f in doc["findings"]} == expected
     assert doc["skipped"] == [] and doc["rule_errors"] == []
+
+
+def test_cluster_node_findings_give_message_and_fix_at_80_columns(tmp_path):
+    """probe --hostfile/--from: each node finding with its one-line message and its fix under
+    it, as a single-node probe prints it; not an id and a count (issue 27 item 9)."""
+    root = Path(__file__).parent / "fixtures" / "hosts"
+    expected = {}
+    for name, host in (("node-a", "a100-roce-bond"), ("node-b", "a100-roce-bond"),
+                       ("node-c", "cloud-vm-1nic")):
+        doc = probe.collect_facts(RecordedHost(str(root / host)))
+        doc["hostname"] = name
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc))
+        for f in doc["findings"]:
+            expected[f["rule"]] = f
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--from", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    flat = " ".join(out.stdout.split())
+    for rule, f in expected.items():
+        assert " ".join(f["message"].split()) in flat, (rule, out.stdout)
+        assert "fix " + " ".join(f["fix"].split()) in flat, (rule, out.stdout)
+    assert "node-a, node-b: memlock is limited" in flat
+    assert "(3 nodes)" in flat and "limits-shm-too-small" in flat
+    assert not [ln for ln in out.stdout.splitlines()
+                if len(ln) > 80 and not ln.startswith("see ")], out.stdout

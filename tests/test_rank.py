@@ -139,7 +139,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path):
     hf = tmp_path / "hf"
     hf.write_text("198.18.200.1\n198.18.200.2\n")
     missing = cli("--hostfile", str(hf))
-    assert missing.returncode == 2 and missing.stdout == ""
+    assert missing.returncode == 2 and missing.stdout.startswith("(exit 2)")  # for eval
     assert missing.stderr.startswith("ncclcheck: error: this node (names ")
     assert missing.stderr.count("\n") == 1
     bad = cli("--hostfile", str(tmp_path / "nope"))
@@ -279,3 +279,43 @@ def test_resolver_pool_is_bounded_and_has_a_deadline():
     assert max(live) <= 8
     assert got[0] is None and got[-1] == {"198.18.0.1"}
     assert time.monotonic() - started < 3
+
+
+# -- the README's eval recipe under bash -e (issue 27 item 6) -----------------------------------
+
+def _bash_e(tmp_path, rank_args: str) -> subprocess.CompletedProcess:
+    """The README's recipe as a script: eval rank's output, then what torchrun would get."""
+    import shlex
+
+    script = tmp_path / "launch.sh"
+    script.write_text(
+        "set -e\n"
+        f'eval "$({shlex.quote(sys.executable)} -m ncclcheck rank {rank_args})"\n'
+        'echo "torchrun --nnodes=$NNODES --node-rank=$NODE_RANK"\n')
+    return subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+
+
+def test_bash_e_stops_at_eval_when_rank_fails(tmp_path):
+    import shlex
+
+    listed = tmp_path / "hosts"
+    listed.write_text("198.18.200.1\n198.18.200.2\n")        # this node is not in it: exit 2
+    out = _bash_e(tmp_path, f"--hostfile {shlex.quote(str(listed))}")
+    assert out.returncode == 2 and "torchrun" not in out.stdout, out
+    assert "is not in" in out.stderr
+    bad_flag = _bash_e(tmp_path, f"--hostfile {shlex.quote(str(listed))} --nope")
+    assert bad_flag.returncode == 2 and "torchrun" not in bad_flag.stdout
+    # this node is the master and its MASTER_PORT is taken: rank's exit 1 reaches the script
+    master = tmp_path / "master"
+    master.write_text(f"{socket.gethostname()}\n198.18.200.2\n")
+    with socket.socket() as holder:
+        holder.bind(("0.0.0.0", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        busy = _bash_e(tmp_path, f"--hostfile {shlex.quote(str(master))} --master-port {port}")
+    assert busy.returncode == 1 and "torchrun" not in busy.stdout, busy
+    good = _bash_e(tmp_path, f"--hostfile {shlex.quote(str(master))}")
+    assert good.returncode == 0 and "torchrun --nnodes=2 --node-rank=0" in good.stdout, good
+    # --json readers get no shell on stdout
+    as_json = cli("--hostfile", str(listed), "--json")
+    assert as_json.returncode == 2 and as_json.stdout == ""

@@ -129,3 +129,31 @@ def candidate_env(assignments: list[str] | tuple[str, ...] = (),
         name, value = parse_assignment(text)
         env[name] = value
     return env
+
+
+def content_labels(envs: list[dict[str, str]], names: list[str]) -> list[str]:
+    """Each ``--compare`` candidate named by what sets it apart (the settings that differ
+    between the files), not by its file name; the file name only where nothing differs.
+
+    >>> content_labels([{"NCCL_SOCKET_IFNAME": "=eth0", "NCCL_DEBUG": "WARN"},
+    ...                 {"NCCL_SOCKET_IFNAME": "=eth1", "NCCL_DEBUG": "WARN"}, {}],
+    ...                ["c/NCCL_SOCKET_IFNAME-1.env", "c/NCCL_SOCKET_IFNAME-2.env", "base.env"])
+    ['NCCL_SOCKET_IFNAME==eth0', 'NCCL_SOCKET_IFNAME==eth1', "NCCL's defaults"]
+    >>> content_labels([{"A": "1"}, {"A": "1"}], ["x.env", "y.env"])
+    ['x.env', 'y.env']
+    """
+    import os
+
+    keys = sorted({k for env in envs for k in env})
+    setting = [env for env in envs if env]  # an empty file is "NCCL's defaults" by itself
+    differ = ([k for k in keys if len({env.get(k) for env in setting}) > 1]
+              if len(setting) > 1 else keys if len(envs) > 1 else [])
+    labels = []
+    for env, name in zip(envs, names):
+        said = " ".join(f"{k}={env[k]}" for k in differ if k in env)
+        labels.append(said or ("NCCL's defaults" if not env and differ
+                               else os.path.basename(name)))
+    for i, label in enumerate(labels):
+        if labels.count(label) > 1:
+            labels[i] = f"{label} ({os.path.basename(names[i])})"
+    return labels

@@ -192,12 +192,10 @@ class Monitor:
             self.handle(node, line)
 
     def failure_message(self) -> str:
-        """The most likely cause first, then what else was seen."""
-        ordered = sorted(self.failures, key=lambda f: f.priority)
-        seen: list[str] = []
-        for failure in ordered:
-            if failure.message not in seen:
-                seen.append(failure.message)
+        """The most likely cause first, then what else was seen; ranks that failed alike on
+        one node are said once (``ranks 0, 1 on vm: ...``)."""
+        seen = merge_rank_messages([f.message for f in
+                                    sorted(self.failures, key=lambda f: f.priority)])
         head, rest = seen[0], seen[1:4]
         text = head + (f" (also: {'; '.join(rest)})" if rest else "")
         if self.log_dirs:
@@ -223,3 +221,24 @@ class Monitor:
                 process.stop()
             except Exception:  # noqa: BLE001 - best effort; keep stopping the others
                 pass
+
+
+def merge_rank_messages(messages: list[str]) -> list[str]:
+    """Messages in their order, each once; ``rank N on HOST: why`` of several ranks with the same
+    why on the same host become one line naming the ranks.
+
+    >>> merge_rank_messages(["rank 1 on vm: no eth9", "rank 0 on vm: no eth9", "node2: ssh"])
+    ['ranks 1, 0 on vm: no eth9', 'node2: ssh']
+    """
+    import re
+
+    groups: dict[tuple[str | None, str], list[str]] = {}
+    for message in messages:
+        m = re.match(r"rank (\d+) on (\S+): (.*)", message, re.S)
+        key = (m.group(2), m.group(3)) if m else (None, message)
+        ranks = groups.setdefault(key, [])
+        if m and m.group(1) not in ranks:
+            ranks.append(m.group(1))
+    return [why if host is None else
+            f"rank{'s' if len(ranks) > 1 else ''} {', '.join(ranks)} on {host}: {why}"
+            for (host, why), ranks in groups.items()]

@@ -12,7 +12,8 @@ import sys
 from typing import Any
 
 
-INSTALL_HINT = "torch is not installed; pip install 'ncclcheck[bench]'"
+INSTALL_HINT = ("torch is not installed; pip install torch (in ncclcheck's source folder: "
+                "pip install '.[bench]')")
 STALL_MARGIN_S = 10.0
 FAILURE_GRACE_S = 2.0
 #: Seconds the launcher waits for the nodes' watchdogs to stop their agents and ranks.

@@ -32,7 +32,7 @@ def choose_gloo_interface(master_addr: str) -> str | None:
         if chosen is None:
             raise RankFailure(f"NCCL_SOCKET_IFNAME={spec} matches no interface with an IPv4 "
                               f"address on {socket.gethostname()} "
-                              f"(have: {', '.join(n for n, _ in interfaces)})")
+                              f"(have: {', '.join(n for n, a in interfaces if a) or 'none'})")
     else:
         chosen = ifname.route_interface(master_addr, interfaces)
     if chosen:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -38,18 +37,48 @@ def render_cluster(console: Console, doc: dict[str, Any]) -> None:
                                f"{f' ({count}/{len(nodes)})' if common is not None else ''}"),
                           Text(shown or "-", style="bold red" if odd else ""))
         console.print(table)
-    counts: Counter = Counter()
-    where: dict[str, list[str]] = {}
+    render_node_findings(console, nodes)
+
+
+def render_node_findings(console: Console, nodes: list[dict[str, Any]]) -> None:
+    """Each node finding as a single-node probe prints it (severity, rule, title; the message;
+    the fix; the citation), once per rule, with the nodes each message and fix holds on."""
+    from ncclcheck.render.facts import SEVERITY_STYLE
+
+    rules: dict[tuple[str, str], dict[str, Any]] = {}
+    total = 0
     for node in nodes:
         for f in node.get("findings") or []:
-            key = f"{f.get('severity')} {f.get('rule')}"
-            counts[key] += 1
-            where.setdefault(key, []).append(str(node.get("hostname")))
-    if counts:
-        table = Table(show_edge=False, pad_edge=False, title="node findings", title_justify="left")
-        for col in ("finding", "nodes"):
-            table.add_column(col, overflow="fold")
-        for key, n in counts.most_common():
-            hosts = where[key]
-            table.add_row(Text(key), Text(f"{n}: {', '.join(hosts[:6])}{' ...' if n > 6 else ''}"))
-        console.print(table)
+            if not isinstance(f, dict):
+                continue
+            total += 1
+            key = (str(f.get("severity", "?")), str(f.get("rule", "?")))
+            entry = rules.setdefault(key, {"title": f.get("title") or "", "docs": f.get("docs"),
+                                           "said": {}, "hosts": []})
+            entry["hosts"].append(str(node.get("hostname")))
+            said = (str(f.get("message", "")), str(f.get("fix", "")))
+            entry["said"].setdefault(said, []).append(str(node.get("hostname")))
+    if not rules:
+        return
+    order = {"error": 0, "warning": 1, "info": 2}
+    console.print(Text(f"node findings ({total})", style="bold"))
+    for (severity, rule), entry in sorted(rules.items(),
+                                          key=lambda kv: (order.get(kv[0][0], 3), kv[0][1])):
+        n = len(entry["hosts"])
+        console.print(Text.assemble((f"{severity:<8}", SEVERITY_STYLE.get(severity, "")), " ",
+                                    (rule, "bold"), f"  {entry['title']}".rstrip(),
+                                    (f"  ({n} node{'s' if n != 1 else ''})", "dim")))
+        body = Table.grid(padding=(0, 1))
+        body.add_column(width=5, style="dim")
+        body.add_column(overflow="fold")
+        fixes = {fix for _, fix in entry["said"]}
+        for (message, fix), hosts in entry["said"].items():
+            shown = ", ".join(hosts[:6]) + (f" +{len(hosts) - 6}" if len(hosts) > 6 else "")
+            body.add_row("", Text.assemble((f"{shown}: ", "bold"), message))
+            if len(fixes) > 1:
+                body.add_row("fix", Text(fix, style="bold"))
+        if len(fixes) == 1:
+            body.add_row("fix", Text(next(iter(fixes)), style="bold"))
+        console.print(body)
+        if entry["docs"]:
+            console.print(Text(f"see   {entry['docs']}", style="dim"), soft_wrap=True)

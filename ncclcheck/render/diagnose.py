@@ -8,6 +8,7 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+from ncclcheck.render.units import Breakable
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 MAX_RANK_ROWS = 32
@@ -136,11 +137,11 @@ def finding_panel(f: dict[str, Any]) -> Panel:
     for ev in f.get("evidence") or []:
         body.append(f"  {ev['file']}:{ev['line']}: ", style="dim")
         body.append(ev["text"][:220] + "\n", style="italic")
-    body.append("see:   ", style="dim")
-    body.append(f["docs"], style="dim")
     title = Text.assemble((f["severity"].upper(), style), "  ", (f["id"], "bold"), "  ",
                           f["title"])
-    return Panel(body, title=title, title_align="left", border_style=style or "white")
+    # the citation wraps only after a '/' or between citations, never inside a name
+    see = Breakable(f"see:   {f['docs']}", style="dim")
+    return Panel(Group(body, see), title=title, title_align="left", border_style=style or "white")
 
 
 def render_diagnosis(console: Console, doc: dict[str, Any]) -> None:

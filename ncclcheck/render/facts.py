@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ncclcheck.render.sections import VIEWS
+from ncclcheck.render.sections_net import NET_VIEWS
 from ncclcheck.render.units import cell_text
 
 STATUS_STYLE = {"ok": "green", "unavailable": "yellow", "error": "bold red"}
@@ -95,7 +96,7 @@ def render_section(console: Console, name: str, sec: dict[str, Any]) -> None:
     parts: list[Any] = [Text(e, style="red" if status == "error" else "yellow")
                         for e in sec.get("errors") or []]
     data = sec.get("data")
-    view = VIEWS.get(name)
+    view = VIEWS.get(name) or NET_VIEWS.get(name)
     try:
         if view is None or not isinstance(data, dict):
             raise TypeError(name)

@@ -61,14 +61,18 @@ def render_explanation(console: Console, doc: dict[str, Any], explain: bool = Fa
         console.print(Text(f"note: {var}={value} in the environment of {_hosts(where, 4)} wins "
                            f"over the file's {recommended}; unset it there", style="yellow"))
     findings = group_findings(f for f in doc.get("findings") or [] if not f.get("env"))
-    if findings:
-        ftable = Table(show_edge=False, pad_edge=False, title="findings", title_justify="left")
-        for col in ("severity", "rule", "nodes", "finding"):
-            ftable.add_column(col, overflow="fold")
+    if findings:  # blocks, not table cells: the message gets the whole width
+        console.print(Text("findings", style="bold"))
         for f in findings:
-            ftable.add_row(Text(f["severity"], style=SEVERITY_STYLE.get(f["severity"], "")),
-                           Text(f["rule"]), Text(_hosts(f.get("hosts"))), Text(f["message"]))
-        console.print(ftable)
+            console.print(Text.assemble((f"{f['severity']:<8}",
+                                         SEVERITY_STYLE.get(f["severity"], "")), " ",
+                                        (str(f["rule"]), "bold"),
+                                        f"  on {_hosts(f.get('hosts'))}"))
+            body = Table.grid(padding=(0, 1))
+            body.add_column(width=8)
+            body.add_column()
+            body.add_row("", Text(str(f["message"])))
+            console.print(body)
     skipped = doc.get("skipped") or []
     if skipped:
         rules = sorted({s["rule"] for s in skipped})
@@ -144,9 +148,13 @@ def render_verify(console: Console, result: dict[str, Any]) -> None:
         console.print(Text(head + f"NCCL read every variable and bootstraps on "
                                   f"{boot.get('interface')} {uid.get('address')}:{uid.get('port')}",
                            style="green"))
-        return
-    console.print(Text(head + "FAILED", style="bold red"))
+    else:
+        console.print(Text(head + "FAILED", style="bold red"))
     for problem in result.get("problems") or []:
         console.print(Text(f"  {problem}", style="red"))
+    for warning in result.get("warnings") or []:
+        console.print(Text(f"  warning: {warning}", style="yellow"))
+    if result.get("ok"):
+        return
     for line in result.get("log_tail") or []:
         console.print(Text(f"  | {line}", style="dim"))

@@ -19,7 +19,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.render.units import human_bytes, yes_no
+from ncclcheck.render.units import Breakable, human_bytes, yes_no
 
 
 def grid(rows: list[tuple[str, Any]]) -> Table:
@@ -28,13 +28,19 @@ def grid(rows: list[tuple[str, Any]]) -> Table:
     table.add_column(style="bold")
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(Text(key), value if isinstance(value, Text) else Text("-" if value is None
-                                                                          else str(value)))
+        table.add_row(Text(key), value if isinstance(value, (Text, Breakable))
+                      else Text("-" if value is None else str(value)))
     return table
 
 
-def _cell(value: Any) -> Text:
-    return value if isinstance(value, Text) else Text("-" if value is None else str(value))
+def _cell(value: Any) -> Any:
+    if isinstance(value, (Text, Breakable)):
+        return value
+    return Text("-" if value is None else str(value))
+
+
+def _plain(cell: Any) -> str:
+    return cell.text if isinstance(cell, Breakable) else cell.plain
 
 
 def table(title: str, columns: list[str], rows: list[list[Any]],
@@ -42,8 +48,10 @@ def table(title: str, columns: list[str], rows: list[list[Any]],
     """A compact table with plain-text cells; only the columns in ``wrap`` may wrap.
 
     A column that may not wrap is never narrower than its widest line, so a narrow terminal
-    wraps the ``wrap`` columns instead of cutting a number short. Where even that does not fit,
-    each row is shown as a block of ``column  value`` lines (see :class:`Fit`).
+    wraps the ``wrap`` columns instead of cutting a number short; a :class:`Breakable` cell
+    (a path, a list of names) wraps only after a separator, so its column is never narrower
+    than its longest part. Where even that does not fit, each row is shown as a block of
+    ``column  value`` lines (see :class:`Fit`).
     """
     out = Table(title=title, title_justify="left", show_edge=False, pad_edge=False,
                 title_style="bold", box=box.SIMPLE_HEAD, collapse_padding=True)
@@ -51,10 +59,15 @@ def table(title: str, columns: list[str], rows: list[list[Any]],
     minimum = 2 * (len(columns) - 1)  # two spaces between columns
     for k, col in enumerate(columns):
         lines = [col] + [line for row in cells if k < len(row)
-                         for line in row[k].plain.splitlines()]
+                         for line in _plain(row[k]).splitlines()]
         widest = max(len(line) for line in lines)
+        column = [row[k] for row in cells if k < len(row)]
+        parts = [c.least for c in column if isinstance(c, Breakable)]
+        if col in wrap and column and len(parts) == len(column):  # wraps after separators
+            least = max([len(col), *parts])
+        elif col in wrap:
+            least = max([min(widest, max(len(col), 8)), *parts])
         if col in wrap:
-            least = min(widest, max(len(col), 8))
             out.add_column(Text(col), overflow="fold", min_width=least)
         else:
             least = widest
@@ -117,6 +130,17 @@ class Matrix:
         yield Text("\n".join([title, *lines]), no_wrap=True, overflow="crop")
 
 
+def _numa(nodes: Any) -> str | None:
+    """``1`` on a one-node box (never ``0``, its id), ``2 (0, 1)`` with more.
+
+    >>> _numa([0]), _numa([0, 1]), _numa([])
+    ('1', '2 (0, 1)', None)
+    """
+    if not isinstance(nodes, list) or not nodes:
+        return None
+    return str(len(nodes)) + (f" ({', '.join(map(str, nodes))})" if len(nodes) > 1 else "")
+
+
 def host_view(d: dict[str, Any]) -> list[Any]:
     """Host identity, container and launcher."""
     container = d.get("container") or {}
@@ -129,7 +153,7 @@ def host_view(d: dict[str, Any]) -> list[Any]:
     return [grid([
         ("hostname", d.get("hostname")), ("os", d.get("os")), ("kernel", d.get("kernel")),
         ("cpu", f"{d.get('cpu_model') or '?'} x {d.get('cpu_count') or '?'}"),
-        ("numa nodes", ", ".join(map(str, d.get("numa_nodes") or [])) or None),
+        ("NUMA nodes", _numa(d.get("numa_nodes"))),
         ("memory", human_bytes(d.get("memory_total_bytes"))),
         ("container", container.get("runtime") or "none"),
         ("launcher", launch or "none"),
@@ -190,7 +214,8 @@ def nccl_view(d: dict[str, Any]) -> list[Any]:
         mark = Text("torch", style="bold green") if loads.get("path") in (
             lib.get("path"), lib.get("realpath")) else Text("")
         rows.append([lib.get("version") or Text(lib.get("error") or "?", style="red"),
-                     lib.get("path"), ", ".join(lib.get("found_via") or []), mark])
+                     Breakable(lib.get("path")), Breakable(", ".join(lib.get("found_via") or [])),
+                     mark])
     out: list[Any] = []
     if rows:
         out.append(table("NCCL libraries", ["version", "path", "found via", "loaded by"], rows,
@@ -203,15 +228,15 @@ def nccl_view(d: dict[str, Any]) -> list[Any]:
     out.append(grid([
         ("torch", f"{torch.get('version')} (CUDA {torch.get('cuda') or 'none'})" if torch
          else "not installed"),
-        ("torch loads", f"{loads.get('version')} {loads.get('path')}" if loads.get("path")
-         else (loads.get("reason") or "-")),
-        ("net plugins", ", ".join(p.get("path", "?") for p in d.get("net_plugins") or [])
-         or "none"),
-        ("libibverbs", (f"loads ({verbs.get('path')})" if verbs.get("loaded")
+        ("torch loads", Breakable(f"{loads.get('version')} {loads.get('path')}")
+         if loads.get("path") else (loads.get("reason") or "-")),
+        ("net plugins", Breakable(", ".join(p.get("path", "?") for p in d.get("net_plugins") or [])
+                                  or "none")),
+        ("libibverbs", (Breakable(f"loads {verbs.get('path')}") if verbs.get("loaded")
                         else f"does not load: {verbs.get('error') or '?'}") if verbs else "-"),
         ("verbs providers", ", ".join(filter(None, providers)) or "-"),
-        ("config files", ", ".join(c.get("path", "?") for c in d.get("config_files") or [])
-         or "none"),
+        ("config files", Breakable(", ".join(c.get("path", "?")
+                                             for c in d.get("config_files") or []) or "none")),
     ]))
     return out
 
@@ -228,13 +253,14 @@ def network_view(d: dict[str, Any]) -> list[Any]:
         notes = [note for note in ("default route" if i.get("default_route") else None,
                                    f"in {i['master']}" if i.get("master") else None) if note]
         rows.append([
-            i.get("name"), i.get("kind"), Text(state, style=style), i.get("mtu"),
+            i.get("name"), Text(state, style=style), i.get("mtu"),
             "\n".join(f"{a.get('address')}/{a.get('prefix')}" for a in i.get("ipv4") or []),
             " ".join(str(x) for x in (i.get("pci_address"), i.get("numa_node")) if x is not None),
-            ", ".join(notes),
+            Breakable(", ".join([str(i.get("kind")), *notes]), spaces=False),
         ])
-    return [table("Interfaces", ["name", "kind", "state", "MTU", "IPv4", "PCI NUMA", "notes"],
-                  rows, wrap=("name", "notes"))]
+    # names, addresses and PCI ids are never split; the kind and notes wrap after a comma
+    return [table("Interfaces", ["name", "state", "MTU", "IPv4", "PCI NUMA", "kind, notes"],
+                  rows, wrap=("kind, notes",))]
 
 
 def ib_view(d: dict[str, Any]) -> list[Any]:
@@ -252,10 +278,10 @@ def ib_view(d: dict[str, Any]) -> list[Any]:
                          dev.get("pci_address"), dev.get("numa_node")])
     gdr = d.get("gdr") or {}
     devs = d.get("dev_infiniband") or {}
-    return [table("RDMA ports", ["port", "state", "rate", "link", "netdev", "GID idx", "PCI",
-                                 "NUMA"], rows, wrap=("port", "netdev")),
-            Text("GID idx: the RoCE v2 IPv4 GID, NCCL's default since 2.21 (NCCL_IB_GID_INDEX "
-                 "before)", style="dim"),
+    return [table("RDMA ports", ["port", "state", "rate", "link", "netdev", "GID", "PCI",
+                                 "NUMA"], rows),
+            Text("GID: the index of the RoCE v2 IPv4 GID, NCCL's default since 2.21 "
+                 "(NCCL_IB_GID_INDEX before)", style="dim"),
             grid([("/dev/infiniband", "visible" if devs.get("visible") else "not visible"),
                   ("GPUDirect RDMA", Text(("ready" if gdr.get("ready") else "not ready"
                                            if gdr.get("ready") is False else "unknown")
@@ -285,6 +311,7 @@ def env_view(d: dict[str, Any]) -> list[Any]:
     return [grid(rows) if rows else Text("no NCCL-related variables set", style="dim")]
 
 
+# netpath and platform: render/sections_net.py (NET_VIEWS), which builds on grid and table here
 VIEWS: dict[str, Callable[[dict[str, Any]], list[Any]]] = {
     "host": host_view, "gpu": gpu_view, "cuda": cuda_view, "nccl": nccl_view, "network": network_view,
     "ib": ib_view, "limits": limits_view, "env": env_view,

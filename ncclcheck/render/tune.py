@@ -136,3 +136,5 @@ def render_summary(console: Any, doc: dict[str, Any]) -> None:
                 f"on {boot.get('interface')}" if ver.get("ok") else
                 "verify FAILED: " + "; ".join(ver.get("problems") or []))
         console.print(said, markup=False, highlight=False, soft_wrap=True)
+        for warning in ver.get("warnings") or []:
+            console.print(f"  warning: {warning}", markup=False, highlight=False, soft_wrap=True)

@@ -65,3 +65,49 @@ def yes_no(value: Any) -> str:
     ('yes', 'no', '-')
     """
     return "-" if value is None else ("yes" if value else "no")
+
+
+class Breakable:
+    """A path, URL or list of names that a narrow column wraps only after a separator (``/``,
+    ``,``, a space), never inside a name: ``.../site-packages/`` then ``nvidia/nccl/...``, not
+    ``site-package`` then ``s/nvidia``. Only a single part wider than the column is folded.
+
+    >>> Breakable("/usr/lib/x86_64-linux-gnu/libnccl.so.2").lines(16)
+    ['/usr/lib/', 'x86_64-linux-gnu/', 'libnccl.so.2']
+    >>> Breakable("see https://github.com/NVIDIA/nccl").lines(24)
+    ['see https://github.com/', 'NVIDIA/nccl']
+    >>> Breakable("a, b, c").lines(4), Breakable("eth0").least
+    (['a,', 'b, c'], 4)
+    """
+
+    def __init__(self, text: Any, style: str = "", spaces: bool = True) -> None:
+        """``spaces=False``: break only after ``/`` and ``, `` (a list of short phrases)."""
+        import re
+
+        self.text, self.style = "-" if text is None else str(text), style
+        pattern = (r"(?:\w+://)?[^/, ]*(?:/|, ?| )|[^/, ]+$" if spaces  # never after "https:/"
+                   else r"(?:\w+://)?[^/,]*(?:/|, ?)|[^/,]+$")
+        self.parts = re.findall(pattern, self.text) or [self.text]
+        self.least = max(len(p.rstrip()) for p in self.parts)
+
+    def lines(self, width: int) -> list[str]:
+        """The text packed into lines of at most ``width`` (a longer part: its own line)."""
+        out: list[str] = []
+        for part in self.parts:
+            if out and len(out[-1]) + len(part.rstrip()) <= width:
+                out[-1] += part
+            else:
+                out.append(part)
+        return [line.rstrip() if line.rstrip() else line for line in out]
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement(min(self.least, options.max_width),
+                           min(len(self.text), options.max_width))
+
+    def __rich_console__(self, console: Any, options: Any) -> Any:
+        from rich.text import Text
+
+        yield Text("\n".join(self.lines(options.max_width)), style=self.style,
+                   overflow="fold")

@@ -89,10 +89,56 @@ def merge_findings(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def cluster_findings(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the cluster rules find over several nodes' facts (an MTU or version that differs,
+    ...), as ``recommend`` prints them, for a report given facts without a recommendation;
+    findings that only set a variable are the recommendation's business."""
+    if len(nodes) < 2:
+        return []
+    from ncclcheck.rules import CLUSTER_RULES
+    from ncclcheck.rules.engine import evaluate
+
+    try:
+        found = evaluate(CLUSTER_RULES, nodes)["findings"]
+    except Exception:  # odd facts: the report still renders what the documents hold
+        return []
+    return [f for f in found if isinstance(f, dict) and not f.get("env")]
+
+
+def hunt_findings(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """A fleet hunt's verdicts (slow nodes, slow links, failed nodes) as findings, so the
+    findings list and its counts agree with the verdicts shown under them."""
+    out = []
+    for v in doc.get("slow_nodes") or []:
+        out.append({"rule": "pairwise-slow-node", "title": "A node slower than the fleet",
+                    "severity": "warning", "message": str(v.get("why") or ""),
+                    "hosts": [v.get("host")],
+                    "fix": "check its NICs, cables and link rate (ethtool, ibstat), then bench "
+                           "it against a known-good node"})
+    for v in doc.get("slow_links") or []:
+        out.append({"rule": "pairwise-slow-link", "title": "A link slower than both its nodes",
+                    "severity": "warning", "message": str(v.get("why") or ""),
+                    "hosts": list(v.get("hosts") or []),
+                    "fix": "check the path between the two nodes (switch ports, cables, routes)"})
+    for v in doc.get("failed") or []:
+        out.append({"rule": "pairwise-failed-node", "title": "A node failed during the hunt",
+                    "severity": "error", "hosts": [v.get("host")],
+                    "message": f"{v.get('host')} failed during the hunt (its rank, agent or "
+                               f"ssh{': ' + str(v['reason']) if v.get('reason') else ''}); its "
+                               "pairs are missing, never slow",
+                    "fix": "run ncclcheck probe on it"})
+    return out
+
+
 def findings_view(docs: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Findings from facts (probe rules), recommendations and diagnoses, by severity."""
+    """Findings from facts (probe rules, and the cluster rules over several nodes),
+    recommendations, diagnoses and fleet hunts, by severity."""
     found = [finding_view(f, "probe") for facts in nodes for f in facts.get("findings") or []
              if isinstance(f, dict)]
+    found += [finding_view(f, "probe") for f in cluster_findings(nodes)]
+    for d in docs:
+        if d["kind"] == "pairwise":
+            found += [finding_view(f, "bench --pairwise") for f in hunt_findings(d["doc"])]
     for d in docs:
         source = {"recommendation": "recommend", "diagnosis": "diagnose"}.get(d["kind"])
         if source:

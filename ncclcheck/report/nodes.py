@@ -69,8 +69,18 @@ def gpu_summary(gpu: dict[str, Any]) -> str | None:
 
 
 def data_nics(network: dict[str, Any]) -> list[dict[str, Any]]:
-    """Interfaces that can carry NCCL traffic (no loopback, docker, veth or bridges)."""
-    return [i for i in network.get("interfaces") or [] if i.get("kind") in DATA_NIC_KINDS]
+    """Interfaces that can carry NCCL traffic: no loopback, docker or bridges, and a veth only
+    where it holds an IPv4 address and is in no bridge (a container's or pod's eth0; the host
+    side of a container's pair has none).
+
+    >>> [i["name"] for i in data_nics({"interfaces": [
+    ...     {"name": "eth0", "kind": "veth", "ipv4": [{"address": "198.18.0.11"}]},
+    ...     {"name": "veth1", "kind": "veth", "ipv4": [], "master": "docker0"},
+    ...     {"name": "ens1", "kind": "physical"}]})]
+    ['eth0', 'ens1']
+    """
+    return [i for i in network.get("interfaces") or [] if i.get("kind") in DATA_NIC_KINDS
+            or (i.get("kind") == "veth" and i.get("ipv4") and not i.get("master"))]
 
 
 def rdma_summary(ib: dict[str, Any]) -> tuple[str | None, str]:

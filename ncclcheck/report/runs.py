@@ -172,6 +172,6 @@ def run_view(r: dict[str, Any], nodes: list[dict[str, Any]] | None = None) -> di
         "env": [{"name": str(k), "value": str(v)} for k, v in env.items()],
         "candidate_env": [{"name": str(k), "value": str(v)}
                           for k, v in (b.get("candidate_env") or {}).items()],
-        "rows": rows, "transport": transport_view(b.get("transport")),
+        "rows": rows, "transport": transport_view(b.get("transport"), b.get("backend")),
         "expected": expected_view(expected_for(b, nodes or [])),
     }

@@ -25,8 +25,12 @@ def device_name(device: Any) -> str:
     return name + port + layer
 
 
-def transport_summary(transport: dict[str, Any]) -> str:
-    """One line: ``IB with GPU Direct RDMA over mlx5_0:1/IB, ... (NCCL 2.21.5)``.
+def transport_summary(transport: dict[str, Any], backend: Any = None) -> str:
+    """One line: ``IB with GPU Direct RDMA over mlx5_0:1/IB, ... (NCCL 2.21.5)``; a gloo run
+    says so, as bench printed it (``gloo over TCP (interface eth0); NCCL not used``).
+
+    >>> transport_summary({"interfaces": ["eth0"]}, "gloo")
+    'gloo over TCP (interface eth0); NCCL not used'
 
     >>> transport_summary({"network": "IB", "gdr": True, "hcas": ["mlx5_0:1/IB"],
     ...                    "nccl_versions": ["2.21.5"]})
@@ -36,6 +40,9 @@ def transport_summary(transport: dict[str, Any]) -> str:
     >>> transport_summary({"network": "Socket", "gdr": None, "interfaces": ["eth0"]})
     'Socket over eth0'
     """
+    if backend == "gloo":
+        names = ", ".join(map(str, transport.get("interfaces") or [])) or "default"
+        return f"gloo over TCP (interface {names}); NCCL not used"
     network = transport.get("network")
     if not network:
         return "not reported (run with NCCL_DEBUG=INFO)"
@@ -85,13 +92,13 @@ def per_host(per_rank: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def transport_view(transport: Any) -> dict[str, Any] | None:
+def transport_view(transport: Any, backend: Any = None) -> dict[str, Any] | None:
     """What NCCL really used, overall and per host (hosts unlike the rest stand out)."""
     if not isinstance(transport, dict):
         return None
     rows = per_host([r for r in transport.get("per_rank") or [] if isinstance(r, dict)])
     return {
-        "summary": transport_summary(transport),
+        "summary": transport_summary(transport, backend),
         "hosts": (table([("host", "host"), ("ranks", "ranks"), ("network", "network"),
                          ("devices", "HCAs / interfaces"), ("gdr", "GPU Direct RDMA"),
                          ("nccl", "NCCL"), ("warnings", "NCCL warnings")], rows,

@@ -38,8 +38,10 @@ def overview(nodes: list[dict[str, Any]], failed: list[dict[str, str]],
         versions.extend(v for v in d["nccl_versions"] if v not in versions)
     seen: dict[str, list[str]] = {}
     for r in runs:
-        if isinstance(r["bench"].get("transport"), dict):
-            seen.setdefault(transport_summary(r["bench"]["transport"]), []).append(r["label"])
+        t, backend = r["bench"].get("transport"), r["bench"].get("backend")
+        if isinstance(t, dict) or backend == "gloo":
+            seen.setdefault(transport_summary(t if isinstance(t, dict) else {}, backend),
+                            []).append(r["label"])
     for d in diagnoses:
         if d["transport"]:
             seen.setdefault(d["transport"]["summary"], []).append(d["name"])

@@ -75,7 +75,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     notes = []
     if any(v < target for v in effective.values()):
         env["NCCL_IB_TIMEOUT"] = str(target)
-        size = f"{len(nodes)} nodes" + (f" (>= {LARGE_CLUSTER_NODES})" if wanted > 20 else "")
+        size = f"{len(nodes)} node{'s' if len(nodes) != 1 else ''}" + (f" (>= {LARGE_CLUSTER_NODES})" if wanted > 20 else "")
         if default < target and len(current) < len(nodes):
             notes.append(f"NCCL {low_text} defaults NCCL_IB_TIMEOUT to {default} "
                          f"({seconds(default):.1f} s with 7 retries)")

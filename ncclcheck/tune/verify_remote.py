@@ -16,7 +16,8 @@ import sys
 import tempfile
 from typing import Any
 
-from ncclcheck.verify import VERIFY_TIMEOUT_S, find_libnccl, verify
+from ncclcheck.envformat import parse_env_text
+from ncclcheck.verify import VERIFY_TIMEOUT_S, find_libnccl, verify, where_warnings
 
 
 def verify_text(env_text: str, nccl_lib: str | None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -55,9 +56,11 @@ def verify_on_nodes(env_text: str, nodes: list[dict[str, Any]], nccl_lib: str | 
     local = next((n for n in nodes if n.get("hostname") == here), None)
     if local is not None or target is None or ssh is None:
         result = verify_text(env_text, nccl_lib, local)
-        if local is None and not result["ok"]:
-            result["problems"].append(f"this machine ({here}) is not one of the nodes: the "
-                                      "check ran here, where their interfaces may not exist")
+        warnings = where_warnings(parse_env_text(env_text), local, here,
+                                  [str(n.get("hostname")) for n in nodes])
+        if local is None and not result["ok"]:  # the likely reason it failed: a problem
+            result["problems"].append(warnings.pop(0))
+        result["warnings"] = warnings  # said also when it passed
         return result
     argv = [ssh.remote_python, "-m", "ncclcheck.tune.verify_remote"]
     if nccl_lib:

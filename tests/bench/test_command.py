@@ -52,8 +52,8 @@ def test_without_torch_bench_says_how_to_install_it():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 1
-    assert out.stderr.strip() == ("ncclcheck: error: torch is not installed; "
-                                  "pip install 'ncclcheck[bench]'")
+    assert out.stderr.strip() == ("ncclcheck: error: torch is not installed; pip install torch "
+                                  "(in ncclcheck's source folder: pip install '.[bench]')")
 
 
 def test_help_lists_the_nccl_tests_flags():

@@ -210,3 +210,21 @@ def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
     assert "# no winner: the runs differ only in settings the backend ignores" in out.stdout
     body = out.stdout.splitlines()[1:]
     assert not any(ln.startswith("# best:") or "*" in ln for ln in body), out.stdout
+
+
+def test_an_interface_error_is_said_once_and_lists_only_ipv4_interfaces():
+    """Issue 27 item 13: 'have:' listed interfaces without IPv4 (where gloo cannot bind) and
+    the line came again for every rank."""
+    import socket
+
+    from ncclcheck.bench.ifname import local_interfaces
+
+    out = bench("--procs", "2", "-b", "1K", "-e", "1K", "--timeout", "30",
+                "--env", "NCCL_SOCKET_IFNAME=nosuch0")
+    assert out.returncode == 1
+    [line] = [ln for ln in out.stderr.splitlines() if "matches no interface" in ln]
+    assert line.count("matches no interface") == 1, line
+    assert any(f"ranks {r} on {socket.gethostname()}:" in line for r in ("1, 0", "0, 1")), line
+    have = line.split("(have: ")[1].split(")")[0].split(", ")
+    assert have and all(addr for name, addr in local_interfaces() if name in have), have
+    assert [n for n, a in local_interfaces() if a is None and n in have] == []

@@ -83,12 +83,19 @@ def test_compare_follows_the_socket_interface_of_each_candidate(make_cluster, tm
                 "--timeout", "30", "--compare", str(fast), str(slow), "-o", str(tmp_path / "c.json"))
     assert out.returncode == 0, out.stderr
     doc = json.loads((tmp_path / "c.json").read_text())
+    # named by content, not by file name (issue 27 item 13)
+    fast_label, slow_label = "NCCL_SOCKET_IFNAME==eth0", "NCCL_SOCKET_IFNAME=eth1"
     runs = {r["label"]: r["bench"] for r in doc["runs"]}
-    assert runs["fast.env"]["env"]["GLOO_SOCKET_IFNAME"] == "eth0"
-    assert runs["slow.env"]["env"]["GLOO_SOCKET_IFNAME"] == "eth1"
-    assert doc["best"]["label"] == "fast.env"
-    assert runs["slow.env"]["peak_busbw_gbps"] < 50e6 / 8 / 1e9 * 1.1   # under the 50 Mbit/s link
-    assert "# best: fast.env" in out.stdout and "*" in out.stdout
+    assert runs[fast_label]["env"]["GLOO_SOCKET_IFNAME"] == "eth0"
+    assert runs[slow_label]["env"]["GLOO_SOCKET_IFNAME"] == "eth1"
+    assert doc["best"]["label"] == fast_label
+    assert runs[slow_label]["peak_busbw_gbps"] < 50e6 / 8 / 1e9 * 1.1   # under the 50 Mbit/s link
+    assert f"# best: {fast_label}" in out.stdout and "*" in out.stdout
+    header = next(ln for ln in out.stdout.splitlines() if ln.lstrip("# ").startswith("size"))
+    assert fast_label in header and slow_label in header and ".env" not in header, header
+    from ncclcheck.report import make_report
+    md = make_report([str(tmp_path / "c.json")], "md", None)
+    assert fast_label in md
 
 
 def test_unreachable_node_is_named_quickly(make_cluster, tmp_path):

@@ -79,6 +79,36 @@ def test_candidates_dir_writes_the_tie_files(files, tmp_path):
     assert tie["decide_with"].endswith(tie["files"][-1])
 
 
+def test_a_tie_without_candidates_dir_points_at_it_not_at_missing_files(files, tmp_path):
+    """Issue 27 item 13: the --compare files exist only once --candidates-dir wrote them."""
+    out = ncclcheck("recommend", "--probe", str(files["ib-broken-on-one"]), cwd=tmp_path)
+    said = " ".join(out.stderr.split())
+    assert "decide with: recommend --candidates-dir DIR writes NCCL_SOCKET_IFNAME-1.env" in said
+    assert "--compare DIR/NCCL_SOCKET_IFNAME-*.env" in said
+    assert "--compare NCCL_SOCKET_IFNAME-1.env" not in said
+    assert not list(tmp_path.iterdir())
+
+
+def test_findings_take_the_whole_width_at_80_columns(files):
+    """Issue 27 item 11: each finding's message under its header, not in a 30-column cell."""
+    import os
+
+    out = ncclcheck("recommend", "--probe", str(files["ib-broken-on-one"]),
+                    env={**os.environ, "COLUMNS": "80"})
+    lines = out.stderr.splitlines()
+    # (an assignment stays one line, to be copied whole)
+    assert [ln for ln in lines if len(ln) > 80 and not ln.startswith("  NCCL_")] == []
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("warning  nccl-version-multiple"))
+    assert "on h100-node-01, h100-node-02" in lines[head]
+    body = []
+    for ln in lines[head + 1:]:
+        if not ln.startswith("         "):
+            break
+        body.append(ln.strip())
+    assert " ".join(body).startswith("2 NCCL versions on this node: 2.20.5"), body
+    assert len(body) <= 8 and len(lines[head + 2].rstrip()) > 60, body
+
+
 @pytest.mark.parametrize("args, needle", [
     (["recommend", "--probe", "/no/such.json"], "no such file"),
     (["recommend", "--probe"], "requires an argument"),

@@ -52,3 +52,54 @@ def test_recommend_verify_on_this_node():
     assert out.returncode == 0, out.stderr[-2000:]
     assert "bootstraps on" in out.stderr, out.stderr[-2000:]
     assert socket.gethostname() in out.stdout
+
+
+def _this_machine_as(tmp_path, *names):
+    """This machine's facts under other host names: the rules' env fits here, so verify passes
+    here, on a machine that is none of the nodes."""
+    import json
+
+    facts = json.loads(subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--json"],
+                                      capture_output=True, text=True, timeout=120).stdout)
+    paths = []
+    for name in names:
+        facts["hostname"] = name
+        facts["sections"]["host"]["data"]["hostname"] = name
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(facts))
+        paths.append(str(path))
+    return paths
+
+
+def test_verify_that_passes_off_the_nodes_still_says_so(tmp_path):
+    """Issue 27 item 5: the warning is said when verify passes, not only when it fails."""
+    paths = _this_machine_as(tmp_path, "gpu-node-01", "gpu-node-02")
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe", *paths,
+                          "--verify"], capture_output=True, text=True, timeout=120,
+                         env={**__import__("os").environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "NCCL read every variable and bootstraps on" in out.stderr, out.stderr
+    assert (f"warning: this machine ({socket.gethostname()}) is not one of the nodes "
+            "(gpu-node-01, gpu-node-02)") in out.stderr, out.stderr
+
+
+def test_ib_settings_verified_on_a_machine_without_rdma_are_said_unused(tmp_path):
+    import os
+
+    from ncclcheck.recommend import verify_document
+
+    if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
+        pytest.skip("this machine has RDMA devices")
+    facts = {"hostname": socket.gethostname(),
+             "sections": {"ib": {"status": "unavailable", "data": None}}}
+    doc = {"hosts": [socket.gethostname()],
+           "env": {"NCCL_SOCKET_IFNAME": "=lo", "NCCL_IB_HCA": "=mlx5_0", "NCCL_IB_TIMEOUT": "22"},
+           "reasons": {}}
+    result = verify_document(doc, LIB, facts)
+    assert result["ok"], result["problems"]               # NCCL read them: the check passes
+    assert result["warnings"] == [
+        "this machine has no RDMA device: NCCL read NCCL_IB_HCA, NCCL_IB_TIMEOUT but the check "
+        "could not use them (ncclGetUniqueId bootstraps over sockets only); run --verify on a "
+        "node with the HCAs, or bench there"]
+    off = verify_document(doc, LIB, None)                  # and off the nodes: both said
+    assert off["ok"] and len(off["warnings"]) == 2 and "not one of the nodes" in off["warnings"][0]

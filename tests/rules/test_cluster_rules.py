@@ -209,6 +209,12 @@ def test_ib_timeout_by_version_and_size(version, nodes, expected):
     assert (found[0]["env"].get("NCCL_IB_TIMEOUT") if found else None) == expected
 
 
+def test_ib_timeout_on_one_node_says_node_not_nodes():
+    [finding] = run(ib_timeout_retry.RULE, ib_nodes(fx.device("mlx5_0", fx.port()), n=1,
+                                                    version="2.18.3"))
+    assert "right for 1 node" in finding["message"] and "1 nodes" not in finding["message"]
+
+
 def test_lowered_retry_count_is_raised_back():
     [finding] = run(ib_timeout_retry.RULE, ib_nodes(fx.device("mlx5_0", fx.port()),
                                                     version="2.23.4", env={"NCCL_IB_RETRY_CNT": "3"}))
