@@ -91,6 +91,8 @@ class Monitor:
             self.done_nodes.add(node)
         elif kind == "pair":
             self.pair_events.append(event)
+        elif kind == "beat" and "round" in event and hasattr(self.progress, "round"):
+            self.progress.round(event)
         elif kind == "error":
             self.failed_nodes.add(node)
             self.reported.add((node, event.get("rank")))

@@ -79,6 +79,9 @@ class Progress:
     def update(self, done: int, row: dict[str, Any]) -> None:  # noqa: D102
         pass
 
+    def round(self, event: dict[str, Any]) -> None:
+        """``bench --pairwise``: rank 0 closed a round (its ``beat`` event)."""
+
     def stop(self) -> None:  # noqa: D102
         pass
 

@@ -21,6 +21,7 @@ import dataclasses
 import time
 from typing import Any
 
+from ncclcheck.bench.sweep import parse_budget
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.tune import plan
 from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, holder,
@@ -174,7 +175,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
 
     progress = progress or Quiet()
     try:
-        clock = Clock(plan.parse_budget(req.budget))
+        clock = Clock(parse_budget(req.budget))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     if req.repeats < 2:
