@@ -20,7 +20,7 @@ STOP_WAIT_S = 6.0
 #: Messages that say a rank saw a peer go away: a consequence, not the cause.
 CONSEQUENCE_RE = re.compile(r"connection (closed|reset)|closed by peer|broken pipe|"
                             r"connection refused|end of file|socket.*closed|timed out|"
-                            r"timeout|peer|ECONNRESET|EPIPE", re.I)
+                            r"timeout|peer|ECONNRESET|EPIPE|their own errors say why", re.I)
 
 
 @dataclasses.dataclass
