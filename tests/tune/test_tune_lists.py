@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 from test_tune_document import measured
 
@@ -71,12 +72,16 @@ def test_a_list_measured_on_one_interface_says_so():
     assert tdoc["winner"]["list_not_measured"] is True
 
 
-def test_nothing_is_labelled_winner_when_nothing_won():
-    _, _, _, tdoc = run_tune_decision(FIG)
+@pytest.mark.parametrize("eno1", [FIG["NCCL_SOCKET_IFNAME==eno1"], [1.0, 1.01, 0.99]])
+def test_nothing_is_labelled_winner_when_nothing_won(eno1):
+    """The env written is a measured candidate (=ens1f0: marked kept) or a list of the members
+    left (not a candidate of the table); either way no WINNER, in the table or the report."""
+    _, _, final, tdoc = run_tune_decision({**FIG, "NCCL_SOCKET_IFNAME==eno1": eno1})
     con = Console(file=io.StringIO(), force_terminal=False, width=120)
     render_summary(con, tdoc)
     out = con.file.getvalue()
-    assert "WINNER" not in out and " kept" in out
+    assert "WINNER" not in out
+    assert (" kept" in out) == (final["env"][IF] == "=ens1f0")
     view = tune_view(tdoc, "tune.json")
     assert not any(r["winner"] or r["status"] == "winner" for r in view["candidates"])
 
