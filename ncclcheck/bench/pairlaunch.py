@@ -295,9 +295,9 @@ def hunt_over_ssh(req: Any, opts: Any, n: int, err: Any,
                     if not stuck:
                         raise
                     done.update(stuck)
-                    err.print(f"bench --pairwise: every node answers; "
-                              f"{', '.join(f'{targets[a].label}-{targets[b].label}' for a, b in stuck)}"
-                              f" ran out of time ({why}); reported slow, going on with every node",
+                    late = ", ".join(f"{targets[a].label}-{targets[b].label}" for a, b in stuck)
+                    err.print(f"bench --pairwise: every node answers; {late} ran out of time "
+                              f"({why}); reported slow, going on with every node",
                               highlight=False, soft_wrap=True, markup=False)
                 todo = [p for rnd in plan for p in rnd if p[0] in alive and p[1] in alive
                         and p not in done]

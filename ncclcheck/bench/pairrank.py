@@ -100,7 +100,8 @@ def pair_figures(size: int | None, rounds: list[list[tuple[int, int]]],
     return out
 
 
-def pairs_from_events(size: int | None, events: list[dict[str, Any]]) -> dict[tuple[int, int], dict]:
+def pairs_from_events(size: int | None,
+                      events: list[dict[str, Any]]) -> dict[tuple[int, int], dict]:
     """Pairs both of whose ranks reported a figure (``pair`` events), by ``(low, high)`` rank.
 
     >>> ev = [{"rank": 0, "peer": 1, "round": 2, "time_us": 1000.0, "latency_us": 5.0},

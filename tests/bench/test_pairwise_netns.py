@@ -183,7 +183,8 @@ def test_a_node_that_fails_mid_hunt_is_named_failed_and_the_rounds_go_on(fleet):
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "ncclcheck", "bench", "--pairwise", "--hostfile", hostfile,
-         "--ssh-config", c.ssh_config, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         "--ssh-config", c.ssh_config, "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         while worker() is None and time.monotonic() - started < 90:
             time.sleep(0.2)
