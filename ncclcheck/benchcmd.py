@@ -55,6 +55,8 @@ def run_command(req: BenchRequest, out: Any, err: Any) -> None:
         return
     if req.rounds is not None:
         raise BadInput("--rounds needs --pairwise")
+    if "budget" in req.given:
+        raise BadInput("--budget needs --pairwise")
     if req.compare_files and not req.compare:
         raise BadInput(f"unexpected argument {req.compare_files[0]!r} (env files to compare "
                        "need --compare)")

@@ -70,9 +70,12 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
               help="Facts of the nodes (ncclcheck probe/cluster JSON) for the expected-bandwidth "
                    "verdict: NIC rates, NVLink, topology (repeatable).")
 @click.option("--pairwise", is_flag=True,
-              help="Fleet hunt: rounds of node pairs (sendrecv at -e); name slow nodes and links.")
+              help="Fleet hunt: rounds of node pairs (sendrecv, a time per pair); name slow "
+                   "nodes and links.")
 @click.option("--rounds", type=click.IntRange(1), metavar="K",
               help="With --pairwise: K rounds (~2*log2(N)) instead of all pairs, then confirm.")
+@click.option("--budget", default="10m", show_default=True, metavar="DURATION",
+              help="With --pairwise: the hunt's wall time (90s, 10m, 1h); sets the time per pair.")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench document as JSON.")
 @click.option("-o", "--output", metavar="FILE", callback=stdout_dash,
               help="Write the bench JSON to FILE (atomically).")
@@ -88,7 +91,7 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
           import_path: str | None, nccl_log_dir: str | None, link_rate: float | None,
           as_json: bool, output: str | None, compare_files: tuple,
           launcher: str | None = None, pairwise: bool = False,
-          rounds: int | None = None, probe_files: tuple = ()) -> None:
+          rounds: int | None = None, probe_files: tuple = (), budget: str = "10m") -> None:
     """Measure collective bandwidth like nccl-tests, over torch.distributed (NCCL or gloo).
 
     \b
@@ -100,8 +103,10 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
       ncclcheck bench --compare a.env b.env              # candidate configurations
       ncclcheck bench --import all_reduce_perf.log --json
       ncclcheck bench --import all_reduce_perf.log --probe facts.json  # judge it
-      ncclcheck bench --pairwise --hostfile hosts -e 64M  # which node or link is slow
+      ncclcheck bench --pairwise --hostfile hosts        # which node or link is slow
     """
+    from click.core import ParameterSource
+
     from ncclcheck.bench.command import BenchRequest
     from ncclcheck.benchcmd import run_command
 
@@ -115,5 +120,8 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
         env_assignments=list(env_assignments), env_files=list(env_files), compare=compare,
         compare_files=list(compare_files), import_path=import_path, nccl_log_dir=nccl_log_dir,
         link_rate=link_rate, as_json=as_json, output=output, launcher=launcher,
-        pairwise=pairwise, rounds=rounds, probe=list(probe_files))
+        pairwise=pairwise, rounds=rounds, budget=budget, probe=list(probe_files),
+        given=tuple(name for name in ("max_bytes", "warmup", "iters", "timeout", "budget")
+                    if click.get_current_context().get_parameter_source(name)
+                    is not ParameterSource.DEFAULT))
     run_command(request, obj.out, obj.err)

@@ -50,6 +50,10 @@ class BenchRequest:
     pairwise: bool = False
     rounds: int | None = None
     probe: list[str] = dataclasses.field(default_factory=list)
+    budget: str = "10m"  #: --pairwise: the whole hunt's wall time
+    #: the options the user gave (``max_bytes``, ``warmup``, ``iters``, ``timeout``): with
+    #: --pairwise, the others are chosen by the hunt (a probed size, a time per pair)
+    given: tuple[str, ...] = ()
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:

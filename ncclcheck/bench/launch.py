@@ -137,6 +137,8 @@ def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress
             progress.start(len(opts.sizes))
         elif event.get("ev") == "progress":
             progress.update(event["done"], event["row"])
+        elif event.get("ev") == "beat" and "round" in event and hasattr(progress, "round"):
+            progress.round(event)
 
     try:
         return worker.run_rank(opts.worker_spec(backend), ident, emit)

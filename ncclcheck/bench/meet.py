@@ -19,6 +19,7 @@ imports torch; everything else here is plain sockets.
 from __future__ import annotations
 
 import datetime
+import errno
 import ipaddress
 import re
 import socket
@@ -32,6 +33,39 @@ DEADLINE_S = 15.0
 SCONTROL_TIMEOUT_S = 5.0
 FIX = ("pass --master-addr (or MASTER_ADDR) with an address of the first node that every node "
        "can reach, or make the name resolve on every node (/etc/hosts, DNS)")
+#: What a firewall means for NCCL beyond the rendezvous: every rank's bootstrap connects to the
+#: next rank and accepts the previous one (socketRingConnect: ncclSocketConnect, then
+#: ncclSocketAccept, in src/bootstrap.cc at v2.23.4-1), and the socket transport listens and
+#: accepts on every rank (ncclNetSocketListen/Accept, src/transport/net_socket.cc): every node
+#: must accept TCP from the others, where gloo's full mesh connects each pair once, one way.
+BOTH_WAYS = ("NCCL needs TCP both ways between the nodes: a gloo run over one-way connections "
+             "does not prove NCCL's rings")
+
+
+def port_taken(ip: str, port: int) -> bool:
+    """Whether ``ip:port`` is already bound here (another listener: a busy --master-port).
+
+    >>> with socket.socket() as s:
+    ...     s.bind(("127.0.0.1", 0)); s.listen(); port_taken("127.0.0.1", s.getsockname()[1])
+    True
+    """
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((ip, port))
+            return False
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+
+
+def firewall_hint(where: str) -> str:
+    """The firewall as the likely cause, where to look, and what it means for NCCL.
+
+    >>> firewall_hint("node1")
+    "a firewall on node1 likely drops it: run `ncclcheck probe` on node1 (its INPUT rules) and accept TCP from the nodes' subnet; NCCL needs TCP both ways between the nodes: a gloo run over one-way connections does not prove NCCL's rings"
+    """
+    return (f"a firewall on {where} likely drops it: run `ncclcheck probe` on {where} (its INPUT "
+            f"rules) and accept TCP from the nodes' subnet; {BOTH_WAYS}")
 
 
 class RendezvousError(Exception):
@@ -136,10 +170,12 @@ def wait_reachable(ip: str, port: int, label: str, deadline: float) -> None:
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
+            if last == "Connection refused":  # a host that answers: no listener there
+                raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
+                                      f"{DEADLINE_S:g} s ({last}); rank 0 did not start its "
+                                      f"store there; fix: {FIX}")
             raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
-                                  f"{DEADLINE_S:g} s ({last}); rank 0 did not start its store "
-                                  f"there or the network blocks the port; fix: {FIX}, and open "
-                                  f"TCP port {port} between the nodes")
+                                  f"{DEADLINE_S:g} s ({last}): {firewall_hint(label)}")
         with socket.socket() as s:
             s.settimeout(min(2.0, max(left, 0.1)))
             try:
@@ -176,12 +212,20 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
         if not is_local(ip):
             raise RendezvousError(f"rank 0 hosts the rendezvous store but {label} is "
                                   f"not an address of this node; fix: {FIX}")
+        busy = port_taken(ip, port)
         try:
+            if busy:
+                raise OSError(f"port {port} is in use")
             store = dist.TCPStore(ip, port, world, True, short, wait_for_workers=False)
-        except Exception as exc:  # noqa: BLE001 - port taken, or similar: one line
-            raise RendezvousError(f"cannot listen on {label}:{port} for the rendezvous "
-                                  f"({str(exc).splitlines()[0] if str(exc) else exc}); fix: pass a "
-                                  "free --master-port") from None
+        except Exception as exc:  # noqa: BLE001 - port taken, or a firewall: one line
+            if busy or port_taken(ip, port) or "in use" in str(exc):
+                raise RendezvousError(f"cannot listen on {label}:{port} for the rendezvous "
+                                      f"(the port is in use); fix: pass a free "
+                                      "--master-port") from None
+            # it listened, and its own connection to itself got no answer
+            raise RendezvousError(f"its own connection to the rendezvous store at "
+                                  f"{label}:{port} got no answer within {deadline_s:g} s though "
+                                  f"the port is free: {firewall_hint(host)}") from None
         keys = [f"ncclcheck/joined/{r}" for r in range(1, world)]
         while keys and not store.check(keys):
             if time.monotonic() > deadline:

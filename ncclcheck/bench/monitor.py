@@ -22,6 +22,9 @@ from ncclcheck.bench.options import (
 )
 from ncclcheck.errors import NcclcheckError
 
+#: Where a rank's rendezvous error names a firewall (:func:`ncclcheck.bench.meet.firewall_hint`).
+HINT = ": a firewall on "
+
 
 @dataclasses.dataclass
 class Failure:
@@ -91,13 +94,19 @@ class Monitor:
             self.done_nodes.add(node)
         elif kind == "pair":
             self.pair_events.append(event)
+        elif kind == "beat" and "round" in event and hasattr(self.progress, "round"):
+            self.progress.round(event)
         elif kind == "error":
             self.failed_nodes.add(node)
             self.reported.add((node, event.get("rank")))
             message = event.get("message", "failed")
             warn = "; ".join(event.get("nccl_warn") or [])
             text = f"{self.name(node, event)}: {message}" + (f" (NCCL WARN: {warn})" if warn else "")
-            self.failures.append(Failure(3 if CONSEQUENCE_RE.search(message) else 2, text, node))
+            if HINT in message:  # a firewall named: rank 0's own store first, then the others'
+                priority = 1 if event.get("rank") == 0 else 2
+            else:
+                priority = 3 if CONSEQUENCE_RE.search(message) else 2
+            self.failures.append(Failure(priority, text, node))
         elif kind == "rank_exit":
             self.failed_nodes.add(node)
             if (node, event.get("rank")) in self.reported:
@@ -197,6 +206,8 @@ class Monitor:
         seen = merge_rank_messages([f.message for f in
                                     sorted(self.failures, key=lambda f: f.priority)])
         head, rest = seen[0], seen[1:4]
+        if HINT in head:  # the firewall hint once: the others say only what they saw
+            rest = [m.split(HINT, 1)[0].rstrip(": ") for m in rest]
         text = head + (f" (also: {'; '.join(rest)})" if rest else "")
         if self.log_dirs:
             text += " [rank logs kept in " + ", ".join(

@@ -21,7 +21,7 @@ STOP_WAIT_S = 6.0
 #: Messages that say a rank saw a peer go away: a consequence, not the cause.
 CONSEQUENCE_RE = re.compile(r"connection (closed|reset)|closed by peer|broken pipe|"
                             r"connection refused|end of file|socket.*closed|timed out|"
-                            r"timeout|peer|ECONNRESET|EPIPE", re.I)
+                            r"timeout|peer|ECONNRESET|EPIPE|their own errors say why", re.I)
 
 
 @dataclasses.dataclass
@@ -79,6 +79,9 @@ class Progress:
 
     def update(self, done: int, row: dict[str, Any]) -> None:  # noqa: D102
         pass
+
+    def round(self, event: dict[str, Any]) -> None:
+        """``bench --pairwise``: rank 0 closed a round (its ``beat`` event)."""
 
     def stop(self) -> None:  # noqa: D102
         pass

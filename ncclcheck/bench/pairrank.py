@@ -7,11 +7,18 @@ rank ``i`` is node ``i``. The schedule is pure and deterministic
 world size and ``--rounds``; no rank waits for a plan.
 
 Per round: a barrier, then each rank with a partner exchanges with it: ``latency_iters``
-exchanges of ``latency_bytes`` (the small-message latency), then ``-w`` warm-up and ``-n`` timed
-exchanges of ``size_bytes`` each way at once -- nccl-tests' sendrecv between two ranks (each rank
-sends to its peer and receives from it, bench-method.md §1.3). The block of ``-n`` is timed as
-one (:class:`ncclcheck.bench.worker.Timer`), and a pair's ``algbw = size / time`` with the time
-the mean of its two ranks' (nccl-tests' ``-a 1``); for sendrecv busbw = algbw.
+exchanges of ``latency_bytes`` (the small-message latency), then the bandwidth, measured for a
+time as iperf does rather than a fixed size x count: a short probe doubles the size by 4 from
+:data:`PROBE_MIN_BYTES` until one exchange takes an eighth of the pair's time (``pair_s``) or the
+size reaches ``max_bytes``; then as many exchanges of that size as fill ``pair_s`` are timed as
+one block. The two ends agree on every decision (each step's time is exchanged and the larger
+taken), so both run the same exchanges. A pair whose one probe exchange already takes longer than
+``pair_s`` keeps that exchange as its figure and is marked ``out_of_time``: a slow pair, never a
+failed node. ``-e``/``-n`` given fix the size/count instead (the old fixed measure). Each
+exchange moves the size each way at once -- nccl-tests' sendrecv between two ranks
+(bench-method.md §1.3); a pair's ``algbw = size / time`` with the time the mean of its two
+ranks' (nccl-tests' ``-a 1``); for sendrecv busbw = algbw. Rank 0 reports each round when every
+pair of it is done (``beat``: the round, its pairs and seconds).
 
 After the rounds every rank's figures are gathered on every rank (as JSON, see :func:`run_pairs`). With
 ``--rounds K`` short of all pairs, every rank then runs the same analysis on the same figures,
@@ -23,11 +30,18 @@ runs them. Rank 0 returns the raw result; the launcher names names
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any, Callable
 
 from ncclcheck.pairwise import analysis, schedule
 
 Emit = Callable[[dict], None]
+
+#: The probe's first size; each step multiplies it by :data:`PROBE_STEP`.
+PROBE_MIN_BYTES = 16 << 10
+PROBE_STEP = 4
+#: The probe stops at the first size one exchange of which takes this share of ``pair_s``.
+PROBE_SHARE = 1 / 8
 
 
 def partner(rnd: list[tuple[int, int]], rank: int) -> int | None:
@@ -44,11 +58,33 @@ def partner(rnd: list[tuple[int, int]], rank: int) -> int | None:
     return None
 
 
-def pair_figures(size: int, rounds: list[list[tuple[int, int]]],
+def figure(size: int | None, ends: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """A pair's figures from its two ends' records: the size (each end's own, else ``size``),
+    ``gbps`` (algbw from the mean of the two times; None when an end has none), ``time_us`` and
+    ``latency_us`` per end, ``iters`` and ``out_of_time``.
+
+    >>> figure(None, [{"time_us": 1000.0, "size_bytes": 4_000_000, "iters": 3},
+    ...               {"time_us": 3000.0, "size_bytes": 4_000_000, "iters": 3}])["gbps"]
+    2.0
+    """
+    times = [x.get("time_us") if x else None for x in ends]
+    sizes = [x.get("size_bytes") for x in ends if x and x.get("size_bytes")]
+    nbytes = int(sizes[0]) if sizes else size
+    ok = all(isinstance(t, (int, float)) and t > 0 for t in times) and nbytes
+    mean_us = sum(times) / 2 if ok else None  # type: ignore[arg-type]
+    out = {"gbps": nbytes / 1e9 / (mean_us / 1e6) if mean_us else None, "size_bytes": nbytes,
+           "time_us": times, "latency_us": [x.get("latency_us") if x else None for x in ends]}
+    iters = [x.get("iters") for x in ends if x and x.get("iters")]
+    if iters:
+        out["iters"] = iters[0]
+    if any(x and x.get("out_of_time") for x in ends):
+        out["out_of_time"] = True
+    return out
+
+
+def pair_figures(size: int | None, rounds: list[list[tuple[int, int]]],
                  per_rank: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Every pair's figures from every rank's own records: ``gbps`` (algbw from the mean of
-    the two ranks' times), ``time_us`` and ``latency_us`` per end; ``gbps`` None when an end
-    has no figure.
+    """Every pair's figures (:func:`figure`) from every rank's own records.
 
     >>> recs = [[{"round": 0, "peer": 1, "time_us": 1000.0, "latency_us": 50.0}],
     ...         [{"round": 0, "peer": 0, "time_us": 3000.0, "latency_us": 70.0}]]
@@ -59,25 +95,20 @@ def pair_figures(size: int, rounds: list[list[tuple[int, int]]],
     out = []
     for index, rnd in enumerate(rounds):
         for a, b in rnd:
-            ra, rb = mine.get((a, index)), mine.get((b, index))
-            times = [x.get("time_us") if x else None for x in (ra, rb)]
-            lats = [x.get("latency_us") if x else None for x in (ra, rb)]
-            ok = all(isinstance(t, (int, float)) and t > 0 for t in times)
-            mean_us = sum(times) / 2 if ok else None  # type: ignore[arg-type]
             out.append({"round": index, "a": a, "b": b,
-                        "gbps": size / 1e9 / (mean_us / 1e6) if mean_us else None,
-                        "time_us": times, "latency_us": lats})
+                        **figure(size, [mine.get((a, index)), mine.get((b, index))])})
     return out
 
 
-def pairs_from_events(size: int, events: list[dict[str, Any]]) -> dict[tuple[int, int], dict]:
+def pairs_from_events(size: int | None,
+                      events: list[dict[str, Any]]) -> dict[tuple[int, int], dict]:
     """Pairs both of whose ranks reported a figure (``pair`` events), by ``(low, high)`` rank.
 
     >>> ev = [{"rank": 0, "peer": 1, "round": 2, "time_us": 1000.0, "latency_us": 5.0},
     ...       {"rank": 1, "peer": 0, "round": 2, "time_us": 1000.0, "latency_us": 6.0},
     ...       {"rank": 2, "peer": 3, "round": 2, "time_us": 1000.0, "latency_us": 6.0}]
     >>> pairs_from_events(1_000_000, ev)
-    {(0, 1): {'round': 2, 'a': 0, 'b': 1, 'gbps': 1.0, 'time_us': [1000.0, 1000.0], 'latency_us': [5.0, 6.0]}}
+    {(0, 1): {'round': 2, 'a': 0, 'b': 1, 'gbps': 1.0, 'size_bytes': 1000000, 'time_us': [1000.0, 1000.0], 'latency_us': [5.0, 6.0]}}
     """
     ends: dict[tuple[int, int, int], dict[int, dict]] = {}
     for e in events:
@@ -86,70 +117,125 @@ def pairs_from_events(size: int, events: list[dict[str, Any]]) -> dict[tuple[int
     out: dict[tuple[int, int], dict] = {}
     for (index, a, b), got in sorted(ends.items()):
         if a in got and b in got:
-            times = [got[a]["time_us"], got[b]["time_us"]]
-            mean_us = sum(times) / 2
-            out[(a, b)] = {"round": index, "a": a, "b": b,
-                           "gbps": size / 1e9 / (mean_us / 1e6) if mean_us > 0 else None,
-                           "time_us": times,
-                           "latency_us": [got[a].get("latency_us"), got[b].get("latency_us")]}
+            out[(a, b)] = {"round": index, "a": a, "b": b, **figure(size, [got[a], got[b]])}
     return out
 
 
 class Exchanger:
     """Both-ways exchanges with one peer: grouped (``batch_isend_irecv``) on NCCL, where an
     ungrouped send and receive on both sides would wait for each other; ``isend``/``irecv``
-    on gloo."""
+    on gloo. The large buffers grow as the probe asks (never beyond ``max_bytes``)."""
 
     def __init__(self, torch: Any, dist: Any, cuda: bool, device: Any, size: int,
                  small: int) -> None:
-        self.dist, self.cuda = dist, cuda
-        self.big = [torch.ones(max(1, size // 4), dtype=torch.float32, device=device),
-                    torch.empty(max(1, size // 4), dtype=torch.float32, device=device)]
+        self.torch, self.dist, self.cuda, self.device = torch, dist, cuda, device
+        self.big: list[Any] = []
+        self.size = 0
+        self.resize(size)
         self.small = [torch.ones(max(1, small // 4), dtype=torch.float32, device=device),
                       torch.empty(max(1, small // 4), dtype=torch.float32, device=device)]
+        self.word = [torch.zeros(2, dtype=torch.float64, device=device),
+                     torch.zeros(2, dtype=torch.float64, device=device)]
 
-    def fn(self, peer: int, big: bool) -> Callable[[], None]:
-        """One exchange with ``peer`` (send and receive at once)."""
-        send, recv = self.big if big else self.small
+    def resize(self, size: int) -> None:
+        """Exchanges of ``size`` bytes from now on (new buffers only when they grow)."""
+        count = max(1, size // 4)
+        if not self.big or self.big[0].numel() < count:
+            self.big = [self.torch.ones(count, dtype=self.torch.float32, device=self.device),
+                        self.torch.empty(count, dtype=self.torch.float32, device=self.device)]
+        self.size = size
+
+    def _exchange(self, send: Any, recv: Any, peer: int) -> None:
         dist = self.dist
         if self.cuda:
             ops = [dist.P2POp(dist.isend, send, peer), dist.P2POp(dist.irecv, recv, peer)]
+            for work in dist.batch_isend_irecv(ops):
+                work.wait()
+            return
+        s, r = dist.isend(send, peer), dist.irecv(recv, peer)
+        s.wait()
+        r.wait()
 
-            def grouped() -> None:
-                for work in dist.batch_isend_irecv(ops):
-                    work.wait()
-            return grouped
+    def fn(self, peer: int, big: bool) -> Callable[[], None]:
+        """One exchange with ``peer`` (send and receive at once)."""
+        if big:
+            count = max(1, self.size // 4)
+            send, recv = self.big[0][:count], self.big[1][:count]
+        else:
+            send, recv = self.small
+        return lambda: self._exchange(send, recv, peer)
 
-        def plain() -> None:
-            s, r = dist.isend(send, peer), dist.irecv(recv, peer)
-            s.wait()
-            r.wait()
-        return plain
+    def agree(self, peer: int, values: tuple[float, float]) -> tuple[float, float]:
+        """The larger of this end's and the peer's value, each: both ends decide alike."""
+        self.word[0].copy_(self.torch.tensor(values, dtype=self.torch.float64))
+        self._exchange(self.word[0], self.word[1], peer)
+        theirs = self.word[1].cpu().tolist()
+        return max(values[0], theirs[0]), max(values[1], theirs[1])
+
+
+def probe_size(peer: int, pw: dict, ex: Exchanger, timer: Any) -> tuple[int, float, bool]:
+    """The size to measure at, one exchange's seconds at it, and whether that one exchange
+    already took longer than the pair's time (out of time). Both ends agree at every step."""
+    pair_s, top = float(pw["pair_s"]), int(pw["max_bytes"])
+    start = time.monotonic()
+    size = min(PROBE_MIN_BYTES, top)
+    while True:
+        ex.resize(size)
+        one = timer.time_us(ex.fn(peer, big=True), 1) / 1e6
+        one, spent = ex.agree(peer, (one, time.monotonic() - start))
+        if one >= pair_s * PROBE_SHARE or size >= top:
+            return size, one, one > pair_s
+        if spent + one * PROBE_STEP > pair_s:  # the next step would not fit the pair's time
+            return size, one, False
+        size = min(size * PROBE_STEP, top)
+
+
+def measure_pair(peer: int, spec: dict, ex: Exchanger, timer: Any) -> dict[str, Any]:
+    """This end's figures with ``peer``: latency, then the bandwidth (see the module doc)."""
+    pw = spec["pairwise"]
+    small = ex.fn(peer, big=False)
+    small()
+    latency = timer.time_us(small, int(pw.get("latency_iters", 10)))
+    fixed = pw.get("size_bytes")
+    warmup = pw.get("warmup")
+    if fixed:
+        size, one, out = int(fixed), None, False
+        ex.resize(size)
+        warmup = 1 if warmup is None else warmup
+    else:
+        size, one, out = probe_size(peer, pw, ex, timer)
+        warmup = warmup or 0  # the probe's last exchange was at this size
+    if out:  # one exchange took longer than the pair's time: that exchange is the figure
+        return {"latency_us": latency, "time_us": one * 1e6, "size_bytes": size, "iters": 1,
+                "out_of_time": True}
+    iters = pw.get("iters") or max(1, int(round(float(pw["pair_s"]) / max(one or 0, 1e-9))))
+    big = ex.fn(peer, big=True)
+    for _ in range(int(warmup)):
+        big()
+    timer.sync()
+    return {"latency_us": latency, "time_us": timer.time_us(big, int(iters)),
+            "size_bytes": size, "iters": int(iters)}
 
 
 def measure_rounds(rounds: list[list[tuple[int, int]]], first: int, rank: int, spec: dict,
                    ex: Exchanger, timer: Any, barrier: Callable[[], None],
-                   emit: Emit) -> list[dict[str, Any]]:
-    """This rank's records for ``rounds`` (numbered from ``first``)."""
-    pw = spec["pairwise"]
+                   emit: Emit, total: int | None = None) -> list[dict[str, Any]]:
+    """This rank's records for ``rounds`` (numbered from ``first``). After each round's closing
+    barrier rank 0 reports it (``beat``: round, rounds, pairs, seconds)."""
     records = []
+    total = total or first + len(rounds)
+    barrier()
     for offset, rnd in enumerate(rounds):
         index = first + offset
+        started = time.monotonic()
         peer = partner(rnd, rank)
-        barrier()
         if peer is not None:
-            small = ex.fn(peer, big=False)
-            small()
-            latency = timer.time_us(small, int(pw.get("latency_iters", 10)))
-            big = ex.fn(peer, big=True)
-            for _ in range(int(spec["warmup"])):
-                big()
-            timer.sync()
-            records.append({"round": index, "peer": peer, "latency_us": latency,
-                            "time_us": timer.time_us(big, int(spec["iters"]))})
+            records.append({"round": index, "peer": peer, **measure_pair(peer, spec, ex, timer)})
             emit({"ev": "pair", "rank": rank, **records[-1]})  # kept if a node fails later
+        barrier()
         if rank == 0:
-            emit({"ev": "beat", "round": index, "rounds": first + len(rounds)})
+            emit({"ev": "beat", "round": index, "rounds": total, "pairs": len(rnd),
+                  "s": round(time.monotonic() - started, 2)})
     return records
 
 
@@ -162,11 +248,12 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
     needs numpy, not a dependency of torch's wheels).
     """
     pw = spec["pairwise"]
-    size = int(pw["size_bytes"])
+    size = int(pw["size_bytes"]) if pw.get("size_bytes") else None
     given = pw.get("schedule")  # a restart after a failed node: the pairs still to measure
     rounds = ([[(int(a), int(b)) for a, b in rnd] for rnd in given] if given
               else schedule.plan(world, pw.get("rounds"), int(pw.get("seed", 0))))
-    ex = Exchanger(torch, dist, cuda, device, size, int(pw.get("latency_bytes", 8)))
+    ex = Exchanger(torch, dist, cuda, device, size or PROBE_MIN_BYTES,
+                   int(pw.get("latency_bytes", 8)))
     barrier()
     if rank == 0:
         emit({"ev": "ready", "world_size": world, "rounds": len(rounds)})
@@ -196,4 +283,5 @@ def run_pairs(spec: dict[str, Any], torch: Any, dist: Any, rank: int, world: int
             "rounds": [[list(p) for p in r] for r in rounds],
             "confirm_rounds": [[list(p) for p in r] for r in extra],
             "pairs": pair_figures(size, rounds + extra, [e["records"] for e in everyone]),
-            "backend": spec["backend"], "warmup": spec["warmup"], "iters": spec["iters"]}
+            "backend": spec["backend"], "warmup": pw.get("warmup"), "iters": pw.get("iters"),
+            "pair_s": None if pw.get("iters") else pw.get("pair_s")}

@@ -94,4 +94,6 @@ def one_line(exc: BaseException) -> str:
     head = next((ln for ln in lines if not ln.startswith(("Exception raised from",
                                                           "frame #"))), "")
     name = type(exc).__name__
+    if name == "RankFailure" and head:  # ncclcheck's own one-line message, whole
+        return head[:600]
     return f"{name}: {head[:400]}" if head else name

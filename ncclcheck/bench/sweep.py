@@ -135,3 +135,22 @@ def get_average(text: str) -> str:
         raise BadInput(f"-a/--average {text}: expected one of {', '.join(AVERAGES)} "
                        "(or nccl-tests' 0-3)")
     return key
+
+
+_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.I)
+
+
+def parse_budget(text: str) -> float:
+    """Seconds from ``--budget`` text: ``90``, ``90s``, ``10m``, ``1.5h``.
+
+    >>> parse_budget("10m"), parse_budget("90"), parse_budget("1.5h")
+    (600.0, 90.0, 5400.0)
+    >>> parse_budget("soon")
+    Traceback (most recent call last):
+    ...
+    ValueError: --budget 'soon': expected a duration such as 90s, 10m or 1h
+    """
+    match = _BUDGET.match(text or "")
+    if not match or float(match.group(1)) <= 0:
+        raise ValueError(f"--budget {text!r}: expected a duration such as 90s, 10m or 1h")
+    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]

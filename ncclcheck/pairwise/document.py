@@ -12,19 +12,27 @@ Top-level keys (``schema_version`` 1; readers ignore unknown keys)::
                      "expected_gbps": 0.0243, "ratio": 0.2, "cut": 0.6, "why": "..."}],
      "failed": [{"host": "node3"}],                     # named as failed, never as slow
      "missing_pairs": [["node3", "node4"], ...],        # scheduled, no figure
+     "out_of_time": [{"hosts": ["node2", "node6"], "timeout_s": 60, "why": "..."}],
+                                                        # no exchange finished, nodes alive: slow
      "nodes": [{"host", "level_gbps", "score", "pairs", "status": ok|slow|failed|unjudged}],
      "fleet": {"median_gbps", "score_sigma", "node_cut", "pair_sigma", "link_cut"},
      "matrix": {"unit": "GB/s", "gbps": [[null, 0.0243, ...], ...]},   # N x N, null: none
      "pairs": [{"round": 0, "hosts": ["node1", "node8"], "gbps": 0.0243,
-                "time_us": [a, b], "latency_us": [a, b]}],
+                "time_us": [a, b], "latency_us": [a, b], "size_bytes": 4194304, "iters": 6,
+                "out_of_time": true (only when set)}],
      "schedule": {"kind": "all-pairs" | "rounds", "requested_rounds": null | K,
                   "rounds": [[["node1", "node8"], ...], ...], "confirm_rounds": [...]},
-     "method": {"op": "sendrecv", "size_bytes", "latency_bytes", "warmup", "iters",
-                "backend", "bandwidth": "..."},
+     "method": {"op": "sendrecv", "size_bytes" (null: probed per pair), "pair_s",
+                "latency_bytes", "warmup", "iters", "backend", "bandwidth": "..."},
      "launch": {...}, "wall_s": 61.2}
 
 Bandwidth is nccl-tests' sendrecv algbw (= busbw): bytes / 1e9 / seconds per exchange, each
 exchange moving ``size_bytes`` each way at once, the time the mean of the pair's two ranks.
+Each pair is measured for ``pair_s`` seconds at the size a short probe of its link picked (its
+``size_bytes`` and ``iters``), unless ``-e``/``-n`` fixed them. A pair with ``out_of_time`` and
+a figure took longer than ``pair_s`` for one probe exchange (that exchange is its figure); one
+without a figure finished no exchange within the collective timeout while the liveness check
+found both nodes alive, and is listed in ``out_of_time``: slow, never missing, never failed.
 """
 
 from __future__ import annotations
@@ -49,14 +57,21 @@ def build(raw: dict[str, Any], hosts: list[str], requested_rounds: int | None,
     dead = sorted(set(failed or []))
     matrix = analysis.PairMatrix(n)
     missing: list[list[str]] = []
+    stuck: list[dict[str, Any]] = []
     pairs = []
     for p in raw["pairs"]:
         a, b = int(p["a"]), int(p["b"])
         matrix.record(a, b, p.get("gbps"))
-        if p.get("gbps") is None:
+        if p.get("gbps") is None and p.get("out_of_time"):
+            stuck.append({"hosts": [hosts[a], hosts[b]], "timeout_s": p.get("timeout_s"),
+                          "why": (f"no exchange finished within the collective timeout "
+                                  f"({p.get('timeout_s')} s) while both nodes answered the "
+                                  "liveness check: the link is slow or stuck")})
+        elif p.get("gbps") is None:
             missing.append([hosts[a], hosts[b]])
         pairs.append({"round": p["round"], "hosts": [hosts[a], hosts[b]], "gbps": p.get("gbps"),
-                      "time_us": p.get("time_us"), "latency_us": p.get("latency_us")})
+                      "time_us": p.get("time_us"), "latency_us": p.get("latency_us"),
+                      **{k: p[k] for k in ("size_bytes", "iters", "out_of_time") if k in p}})
     verdict = analysis.analyse(hosts, matrix, dead)
 
     def named(rounds: list) -> list:
@@ -65,7 +80,8 @@ def build(raw: dict[str, Any], hosts: list[str], requested_rounds: int | None,
     return envelope(
         SCHEMA, created_at=now_utc(), hosts=list(hosts),
         slow_nodes=verdict["slow_nodes"], slow_links=verdict["slow_links"],
-        failed=verdict["failed"], missing_pairs=missing, nodes=verdict["nodes"],
+        failed=verdict["failed"], missing_pairs=missing, out_of_time=stuck,
+        nodes=verdict["nodes"],
         fleet=verdict["fleet"],
         matrix={"unit": "GB/s", "gbps": analysis.matrix_rows(matrix)},
         pairs=pairs,
@@ -73,7 +89,7 @@ def build(raw: dict[str, Any], hosts: list[str], requested_rounds: int | None,
                            and requested_rounds < schedule.round_count(n) else "all-pairs"),
                   "requested_rounds": requested_rounds, "rounds": named(raw["rounds"]),
                   "confirm_rounds": named(raw.get("confirm_rounds") or [])},
-        method={"op": "sendrecv", "size_bytes": raw["size_bytes"],
+        method={"op": "sendrecv", "size_bytes": raw["size_bytes"], "pair_s": raw.get("pair_s"),
                 "latency_bytes": latency_bytes, "warmup": raw.get("warmup"),
                 "iters": raw.get("iters"), "backend": raw.get("backend"),
                 "bandwidth": BANDWIDTH},

@@ -35,7 +35,8 @@ def render_pairwise(doc: dict[str, Any]) -> str:
     pairs = doc["pairs"]
     rounds = len(sched["rounds"]) + len(sched.get("confirm_rounds") or [])
     size = method["size_bytes"]
-    size_text = f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size} B"
+    size_text = ((f"{size / 2**20:g} MiB" if size >= 2**20 else f"{size} B") if size
+                 else f"{method.get('pair_s') or '?'} s per pair at a probed size")
     lines = [f"pairwise: {len(hosts)} nodes, {len(pairs)} pairs in {rounds} rounds "
              f"({sched['kind']}; sendrecv {size_text} each way, {method.get('backend')}); "
              f"fleet median {fmt(fleet.get('median_gbps'))} GB/s"]
@@ -50,13 +51,15 @@ def render_pairwise(doc: dict[str, Any]) -> str:
         shown = ", ".join(f"{p['peer']} {fmt(p['gbps'])}" for p in v["pairs"][:8])
         more = v["pair_count"] - min(8, len(v["pairs"]))
         lines.append(f"      pairs: {shown}" + (f", ... ({more} more)" if more > 0 else ""))
-    lines.append("slow links:" + ("" if doc["slow_links"] else " none"))
+    lines.append("slow links:" + ("" if doc["slow_links"] or doc.get("out_of_time") else " none"))
     for v in doc["slow_links"]:
         a, b = v["hosts"]
         la, lb = v["levels_gbps"]
         lines.append(f"  {a} <-> {b}  {fmt(v['gbps'])} GB/s = {v['ratio']:.0%} of "
                      f"{fmt(v['expected_gbps'])} (medians {a} {fmt(la)}, {b} {fmt(lb)}; "
                      f"slow below {v['cut']:.0%})")
+    for v in doc.get("out_of_time") or []:
+        lines.append(f"  {' <-> '.join(v['hosts'])}  ran out of time: {v['why']}")
     if doc.get("missing_pairs"):
         lines.append(f"missing pairs: {len(doc['missing_pairs'])} ("
                      + ", ".join("<->".join(p) for p in doc["missing_pairs"][:6])

@@ -88,14 +88,17 @@ def progress_for(console: Any, quiet: bool) -> Any:
     return RichProgress(console) if getattr(console, "is_terminal", False) else LineProgress(console)
 
 
-def status(cand: dict[str, Any], winner: str) -> str:
-    """What became of a candidate, in one word (the document says why).
+def status(cand: dict[str, Any], winner: str, won: bool = True) -> str:
+    """What became of a candidate, in one word (the document says why): ``WINNER`` only when
+    it beat the baseline beyond the noise; the env written when nothing did is ``kept``.
 
     >>> status({"id": "a", "measure": True, "stopped": "stopped early: slower"}, "b")
     'stopped'
+    >>> status({"id": "b", "measure": True}, "b", won=False)
+    'kept'
     """
     if cand["id"] == winner:
-        return "WINNER"
+        return "WINNER" if won else "kept"
     if not cand.get("measure"):
         return "skipped"
     return (cand.get("stopped") or "").split(":", 1)[0].split(" ", 1)[0]
@@ -121,7 +124,7 @@ def render_summary(console: Any, doc: dict[str, Any]) -> None:
                       f"{sp['median_gbps']:.3g}" if sp else "-",
                       f"{sp['min_gbps']:.3g}-{sp['max_gbps']:.3g}" if sp else "-",
                       f"{cand['vs_baseline']:.2f}" if cand.get("vs_baseline") else "-",
-                      status(cand, winner))
+                      status(cand, winner, bool(doc["winner"].get("significant"))))
     console.print(table)
     for why in dict.fromkeys(c["not_measured"] for c in doc["candidates"] if not c["measure"]):
         console.print(f"skipped: {why}", markup=False, highlight=False, soft_wrap=True)

@@ -28,6 +28,8 @@ def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
         "rounds": len(sched.get("rounds") or []) + len(sched.get("confirm_rounds") or []),
         "kind": text(sched.get("kind")),
         "size_bytes": method.get("size_bytes"),
+        "pair_s": method.get("pair_s"),
+        "out_of_time": [" <-> ".join(v.get("hosts") or []) for v in doc.get("out_of_time") or []],
         "backend": text(method.get("backend")),
         "fleet_median": _g(fleet.get("median_gbps")),
         "slow_nodes": [{"host": v["host"], "score": f"{v['score']:.0%}",

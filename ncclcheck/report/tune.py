@@ -18,10 +18,11 @@ def gbps(value: Any) -> str:
     return "-"
 
 
-def _status(cand: dict[str, Any], winner: str) -> tuple[str, str]:
-    """(one word for the table, the full reason for the notes under it)."""
+def _status(cand: dict[str, Any], winner: str, won: bool = True) -> tuple[str, str]:
+    """(one word for the table, the full reason for the notes under it): ``winner`` only when
+    it beat the baseline beyond the noise; the env written when nothing did is ``kept``."""
     if cand.get("id") == winner:
-        return "winner", ""
+        return ("winner", "") if won else ("kept", "written: nothing beat the baseline")
     if not cand.get("measure"):
         return "not measured", f"not measured: {text(cand.get('not_measured'))}"
     if cand.get("stopped"):
@@ -48,8 +49,13 @@ def tune_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
     ...                     "min_gbps": 2.0, "max_gbps": 2.2}, "vs_baseline": 2.0}]}, "t.json")
     >>> [(r["label"], r["median"], r["ratio"], r["status"]) for r in v["candidates"]]
     [('A', '1.05', '1.00', ''), ('B', '2.1', '2.00', 'winner')]
+    >>> v = tune_view({**{"winner": {"id": "b", "why": "no win", "significant": False}},
+    ...                "candidates": [{"id": "b", "label": "B", "measure": True}]}, "t.json")
+    >>> v["candidates"][0]["status"], v["candidates"][0]["winner"]
+    ('kept', False)
     """
     winner = doc.get("winner") if isinstance(doc.get("winner"), dict) else {}
+    won = bool(winner.get("significant"))
     rows = []
     for cand in doc.get("candidates") or []:
         if not isinstance(cand, dict):
@@ -64,9 +70,9 @@ def tune_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
             "median": gbps(sp.get("median_gbps")) if sp else "-",
             "range": f"{gbps(sp.get('min_gbps'))}-{gbps(sp.get('max_gbps'))}" if sp else "-",
             "ratio": f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "-",
-            "status": _status(cand, str(winner.get("id")))[0],
-            "note": _status(cand, str(winner.get("id")))[1],
-            "winner": cand.get("id") == winner.get("id")})
+            "status": _status(cand, str(winner.get("id")), won)[0],
+            "note": _status(cand, str(winner.get("id")), won)[1],
+            "winner": won and cand.get("id") == winner.get("id")})
     ver = doc.get("verify") if isinstance(doc.get("verify"), dict) else None
     verify = ""
     if ver:

@@ -21,6 +21,7 @@ import dataclasses
 import time
 from typing import Any
 
+from ncclcheck.bench.sweep import parse_budget
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.tune import plan
 from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, holder,
@@ -174,7 +175,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
 
     progress = progress or Quiet()
     try:
-        clock = Clock(plan.parse_budget(req.budget))
+        clock = Clock(parse_budget(req.budget))
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     if req.repeats < 2:
@@ -203,6 +204,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     rules = holder(stage1, rec.get("env") or {})
     decision = plan.decide([c for c in stage1 if c.get("figures")], BASELINE, rules)
     winner = next(c for c in stage1 if c["id"] == decision["id"])
+    winner, decision = hold_list(winner, decision, stage1)
     stage2 = socket_stage(winner["env"], backend, transport)
     if any(c["measure"] for c in stage2) and not clock.stopped:
         # the stage-1 winner is measured again beside the grid: the same rounds, the same drift
@@ -225,6 +227,24 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     doc = tune_document(req, rec, nodes, backend, transport, stage1 + stage2, rounds, decision,
                         winner, final, clock, verify)
     return doc, final, text
+
+
+def hold_list(winner: dict[str, Any], decision: dict[str, Any],
+              cands: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The interface list to write held against the measurements (:mod:`ncclcheck.tune.lists`):
+    members measured clearly slower alone leave it; a list measured on fewer interfaces than it
+    names is said to be so."""
+    from ncclcheck.tune import lists
+
+    decision, env = lists.drop_slow_members(decision, cands, winner["env"])
+    if decision.get("trimmed"):
+        winner = next((c for c in cands if c["env"] == env),
+                      {**winner, "id": f"{lists.IFNAME}={env[lists.IFNAME]}",
+                       "label": f"{lists.IFNAME}={env[lists.IFNAME]}", "env": env})
+    note = lists.list_note(next((c for c in cands if c["env"] == env), None), env)
+    if note:
+        decision = {**decision, "why": f"{decision['why']}; {note}", "list_not_measured": True}
+    return winner, decision
 
 
 def render_env(final: dict[str, Any], fmt: str) -> str:

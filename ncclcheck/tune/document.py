@@ -37,7 +37,8 @@ def final_recommendation(rec: dict[str, Any], winner: dict[str, Any],
     """The recommendation document with the winner's env, each changed variable's reason
     saying what was measured (recommend's renderers then write any ``--format``)."""
     final = dict(rec)
-    env = dict(winner["env"]) if decision["significant"] else dict(rec.get("env") or {})
+    env = (dict(winner["env"]) if decision["significant"] or decision.get("trimmed")
+           else dict(rec.get("env") or {}))
     reasons = {k: list(v) for k, v in (rec.get("reasons") or {}).items() if k in env}
     changed = [k for k in env if (rec.get("env") or {}).get(k) != env[k]]
     for var in changed:
@@ -91,7 +92,9 @@ def tune_document(req: Any, rec: dict[str, Any], nodes: list[dict[str, Any]], ba
                   "significance_rule": plan.SIGNIFICANCE_RULE},
         candidates=[candidate_view(c, base) for c in cands], rounds=rounds,
         winner={"id": winner["id"], "label": winner["label"], "env": final["env"],
-                "significant": bool(decision["significant"]), "why": decision["why"]},
+                "significant": bool(decision["significant"]), "why": decision["why"],
+                "trimmed": list(decision.get("trimmed") or []),
+                "list_not_measured": bool(decision.get("list_not_measured"))},
         env=final["env"], ties=final.get("ties") or [],
         findings=[{k: f.get(k) for k in ("rule", "severity", "message", "hosts")}
                   for f in rec.get("findings") or []],

@@ -24,7 +24,6 @@ runner-up that the winner does not beat in the same way is as good, and the simp
 
 from __future__ import annotations
 
-import re
 import statistics
 from typing import Any
 
@@ -39,25 +38,6 @@ SIGNIFICANCE_RULE = (f"a candidate beats the baseline when its worst repeat is a
                      "baseline's; the highest median of those wins, and when the runner-up "
                      "is not beaten the same way the simpler env is kept; when none beats the "
                      "baseline: no significant difference, the rules' env is kept")
-_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.I)
-
-
-def parse_budget(text: str) -> float:
-    """Seconds from ``--budget`` text: ``90``, ``90s``, ``10m``, ``1.5h``.
-
-    >>> parse_budget("10m"), parse_budget("90"), parse_budget("1.5h")
-    (600.0, 90.0, 5400.0)
-    >>> parse_budget("soon")
-    Traceback (most recent call last):
-    ...
-    ValueError: --budget 'soon': expected a duration such as 90s, 10m or 1h
-    """
-    match = _BUDGET.match(text or "")
-    if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"--budget {text!r}: expected a duration such as 90s, 10m or 1h")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]
-
-
 def round_order(ids: list[str], round_index: int) -> list[str]:
     """The order of round ``round_index`` (0-based): the list rotated so that candidate
     ``round_index`` runs first, and every odd round backwards from there; so each candidate

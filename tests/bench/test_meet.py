@@ -103,3 +103,20 @@ def test_rank_0_refuses_an_address_that_is_not_its_own():
                                                    "198.18.254.254 is not an address of this"):
         meet.join(None, {"rank": 0, "world_size": 2, "master_addr": "198.18.254.254",
                          "master_port": 1}, 60, {})
+
+
+@pytest.mark.torch
+def test_a_busy_port_still_says_pass_a_free_master_port_and_names_no_firewall():
+    """The port is taken by another listener: that, not a firewall (issue 27, item 10)."""
+    dist = pytest.importorskip("torch.distributed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert meet.port_taken("127.0.0.1", port)
+        with pytest.raises(meet.RendezvousError) as err:
+            meet.join(dist, {"rank": 0, "world_size": 2, "master_addr": "127.0.0.1",
+                             "master_port": port}, 60, {}, host="n1", deadline_s=2.0)
+    assert "(the port is in use); fix: pass a free --master-port" in str(err.value)
+    assert "firewall" not in str(err.value)
+    assert not meet.port_taken("127.0.0.1", port)

@@ -15,12 +15,47 @@ from ncclcheck.pairwise import schedule
 
 
 def test_options_are_sendrecv_at_e_one_rank_per_node_with_the_plan():
-    opts = pairlaunch.pairwise_options(BenchRequest(max_bytes="2M", rounds=3), 16)
+    opts = pairlaunch.pairwise_options(BenchRequest(max_bytes="2M", iters=3, rounds=3,
+                                                    given=("max_bytes", "iters")), 16)
     assert opts.op == "sendrecv" and opts.check == 0 and opts.procs is None
-    assert opts.pairwise == {"rounds": 3, "size_bytes": 2 << 20, "latency_bytes": 8,
-                             "latency_iters": 10, "seed": 0}
+    assert opts.pairwise == {"rounds": 3, "size_bytes": 2 << 20, "max_bytes": 2 << 20,
+                             "pair_s": 1.0, "iters": 3, "warmup": None, "budget_s": 600.0,
+                             "latency_bytes": 8, "latency_iters": 10, "seed": 0}
     assert len(opts.sizes) == 3 + pairlaunch.CONFIRM_ALLOWANCE  # the deadline grows with rounds
     assert opts.worker_spec("gloo")["pairwise"] == opts.pairwise
+
+
+def test_by_default_a_pair_is_measured_for_a_time_at_a_probed_size_within_the_budget():
+    """No -e/-n/--timeout: no fixed size or count (a time per pair, the size probed), the
+    collective timeout the hunt's own; a tight budget shortens the time per pair; one the
+    rounds cannot fit is refused in one line."""
+    opts = pairlaunch.pairwise_options(BenchRequest(), 8)
+    pw = opts.pairwise
+    assert pw["size_bytes"] is None and pw["iters"] is None and pw["warmup"] is None
+    assert pw["pair_s"] == pairlaunch.PAIR_S and pw["max_bytes"] == 128 << 20
+    assert opts.timeout == pairlaunch.PAIRWISE_TIMEOUT_S
+    tight = pairlaunch.pairwise_options(BenchRequest(budget="75s"), 8).pairwise["pair_s"]
+    assert 0.1 <= tight < 1.0
+    with pytest.raises(BadInput, match="--budget 1m: 4095 rounds"):
+        pairlaunch.pairwise_options(BenchRequest(budget="1m"), 4096)
+    with pytest.raises(BadInput, match="--budget 'soon'"):
+        pairlaunch.pairwise_options(BenchRequest(budget="soon"), 8)
+    given = pairlaunch.pairwise_options(BenchRequest(timeout=20, given=("timeout",)), 8)
+    assert given.timeout == 20
+
+
+def test_out_of_time_pairs_are_the_first_unfinished_round_and_reported_slow(tmp_path):
+    """A launch that failed on timeouts with every node alive: the pairs of its first
+    unfinished round ran out of time; the document lists them as out of time, not missing."""
+    from ncclcheck.pairwise.document import build
+
+    stuck = pairlaunch.out_of_time([[(0, 1), (2, 3)], [(0, 2), (1, 3)]], {(0, 1): {}},
+                                   [0, 1, 2, 3], 60)
+    assert list(stuck) == [(2, 3)] and stuck[(2, 3)]["out_of_time"]
+    pairs = [{"round": 0, "a": 0, "b": 1, "gbps": 1.0}, {**stuck[(2, 3)]}]
+    doc = build({"pairs": pairs, "rounds": [[(0, 1), (2, 3)]], "size_bytes": None},
+                ["a", "b", "c", "d"], None)
+    assert doc["out_of_time"][0]["hosts"] == ["c", "d"] and doc["missing_pairs"] == []
 
 
 def test_rounds_zero_is_refused():
@@ -40,7 +75,8 @@ def test_restart_measures_the_missing_pairs_on_the_nodes_left(tmp_path):
     hostfile = tmp_path / "hosts"
     hostfile.write_text("# fleet\nnode1\nroot@node2:2222\nnode3 slots=1\nnode4\n")
     targets = load_hostfile(str(hostfile))
-    opts = pairlaunch.pairwise_options(BenchRequest(max_bytes="1M", hostfile=str(hostfile)), 4)
+    opts = pairlaunch.pairwise_options(BenchRequest(max_bytes="1M", hostfile=str(hostfile),
+                                                    given=("max_bytes",)), 4)
     alive = [0, 1, 3]  # node3 failed
     todo = [(0, 1), (0, 3), (1, 3)]
     again = pairlaunch.restart_options(opts, str(hostfile), targets, alive, todo, str(tmp_path))

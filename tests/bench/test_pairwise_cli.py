@@ -15,6 +15,9 @@ def ncclcheck(*args):
 
 @pytest.mark.parametrize("args,message", [
     (["--rounds", "3"], "--rounds needs --pairwise"),
+    (["--budget", "5m"], "--budget needs --pairwise"),
+    (["--pairwise", "--hostfile", "HOSTS", "--budget", "soon"], "--budget 'soon'"),
+    (["--pairwise", "--hostfile", "HOSTS", "--budget", "30s"], "--budget 30s: 3 rounds"),
     (["--pairwise"], "--pairwise needs nodes"),
     (["--pairwise", "--hostfile", "HOSTS", "--op", "all_reduce"], "drop --op all_reduce"),
     (["--pairwise", "--hostfile", "HOSTS", "--procs", "2"], "one rank per node"),

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from ncclcheck.bench.sweep import parse_budget
 from ncclcheck.tune import plan
 from ncclcheck.tune.command import Clock
 
@@ -61,7 +62,7 @@ def test_no_baseline_measured_keeps_the_rules():
 @pytest.mark.parametrize("text", ["", "0", "-5m", "10 minutes", "1d"])
 def test_bad_budgets(text):
     with pytest.raises(ValueError, match="--budget"):
-        plan.parse_budget(text)
+        parse_budget(text)
 
 
 def test_the_clock_refuses_a_run_that_does_not_fit():
