@@ -158,14 +158,13 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     run_checks(state)
     check_pasted(state, pasted)
     doc = build_document(state, inputs)
-    if job.found_anything():
-        doc.update(escape_controls(job.result(doc["ranks"])))
+    doc.update(escape_controls(job.result(doc["ranks"])) if job.found_anything()
+               else {"culprits": [], "first_desync": None})
+    if doc.get("job") and (doc["culprits"] or job.dumps):
         doc["summary"]["verdict"] = doc["job"]["verdict"] + (
             "" if doc["summary"]["verdict"].startswith("no NCCL") else
             f"; NCCL logs: {doc['summary']['verdict']}")
         doc["healthy"] = doc["healthy"] and not doc["culprits"]
-    else:
-        doc.update(culprits=[], first_desync=None)
     if pasted.kinds:
         doc["pasted"] = escape_controls(pasted.document())
         if not doc["findings"] and not doc["summary"]["nccl_lines"]:

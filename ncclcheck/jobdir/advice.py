@@ -37,7 +37,7 @@ def _stack(reader: Any, c: dict[str, Any], seq: int) -> list[str]:
     for d in reader.dumps:
         pg = d.pgs.get(c["pg"]) if d.rank == c["rank"] else None
         if pg is not None:
-            i = min(max(seq, pg.first), pg.first + len(pg.stack) - 1) - pg.first
+            i = min(max(seq, pg.first), max(pg.last, pg.first)) - pg.first
             if pg.stack[i] >= 0:
                 return list(reader.stacks.values[pg.stack[i]])
     return []

@@ -60,7 +60,7 @@ class JobReader:
 
     def found_anything(self) -> bool:
         """Did any input hold a dump or a job-level line?"""
-        return bool(self.dumps or self.text.ranks or self.text.srun_tasks)
+        return bool(self.dumps or self.text.torchrun_summary or self.text.srun_tasks)
 
     def result(self, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""

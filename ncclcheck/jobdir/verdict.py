@@ -151,7 +151,7 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
         else:
             continue
         if pg is not None:
-            i = min(max(seq, pg.first), pg.first + len(pg.record) - 1) - pg.first
+            i = min(max(seq, pg.first), max(pg.last, pg.first)) - pg.first
             c["evidence"].insert(0, f"{files.get(r, '?')} (record {pg.record[i]}, "
                                     f"seq {pg.first + i})")
         culprits.append(c)
