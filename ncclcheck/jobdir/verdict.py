@@ -115,7 +115,10 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
     seq = found
     entered = {r: traces[r].at(seq) for r in traces if traces[r].at(seq) >= 0}
     counts = Counter(entered.values())
-    major = max(counts, key=lambda s: (counts[s], -min(r for r, v in entered.items() if v == s))) \
+    # a tie (gloo aborted a peer, 1 vs 1) goes to the signature the job called most often
+    usual = {s: sum(pg.sig.count(s) for pg in traces.values()) for s in counts}
+    major = max(counts, key=lambda s: (counts[s], usual[s],
+                                       -min(r for r, v in entered.items() if v == s))) \
         if counts else None
     msig = sigs.values[major] if major is not None else ("?", "", "", "")
     desync = {"pg": name, "seq": seq, "op": msig[0], "sizes": msig[1], "dtypes": msig[2],

@@ -101,6 +101,6 @@ def test_a_stuck_rank_shows_where_it_waited(jobs):
 
 def test_text_output_leads_with_the_verdict(jobs):
     out = subprocess.run([NCCLCHECK, "diagnose", str(jobs["other"])], capture_output=True,
-                         text=True, timeout=60)
+                         text=True, timeout=60, env={**os.environ, "COLUMNS": "300"})
     first = next(ln for ln in out.stdout.splitlines() if ln.strip(" ─╭╮│"))
     assert "rank 1" in first and "mismatch" in first, out.stdout[:800]
