@@ -133,7 +133,7 @@ def group_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-#: (variable, value, commented out, reason with the version where it starts and the source)
+#: (variable, value, needs the user's own path, reason with the version where it starts and source)
 EXPLAINABLE = (
     ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", False,
      "PyTorch Flight Recorder: each rank keeps its last 2000 collectives per process group (torch "
@@ -165,7 +165,9 @@ def explainable_lines(fmt: str) -> list[str]:
     '# --- make the next hang explainable (ncclcheck diagnose reads what these leave; drop this section to opt out) ---'
     """
     out = ["# --- make the next hang explainable (ncclcheck diagnose reads what these leave; "
-           "drop this section to opt out) ---"]
+           "drop this section to opt out) ---",
+           "# Uncomment to use (left commented so that this file sets only what the rules chose;"
+           " set the two paths to shared storage)"]
     import shlex
     import textwrap
 
@@ -173,7 +175,7 @@ def explainable_lines(fmt: str) -> list[str]:
         out += ["# " + w for w in textwrap.wrap(why, 96, break_long_words=False,
                                                  break_on_hyphens=False)]
         line = f"{var}={value}" if fmt == "env" else f"export {var}={shlex.quote(value)}"
-        out.append(("# " if commented else "") + line)
+        out.append("# " + line)
     out.append("# --- end of the explainable-hang section ---")
     return out
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ncclcheck.jobdir.fr import frames_at
+
 _EXIT_MEANING = {137: "SIGKILL (often the kernel's OOM killer: check dmesg)",
                  -9: "SIGKILL (often the kernel's OOM killer: check dmesg)",
                  139: "SIGSEGV (a segmentation fault)", -11: "SIGSEGV (a segmentation fault)",
@@ -37,9 +39,7 @@ def _stack(reader: Any, c: dict[str, Any], seq: int) -> list[str]:
     for d in reader.dumps:
         pg = d.pgs.get(c["pg"]) if d.rank == c["rank"] else None
         if pg is not None:
-            i = min(max(seq, pg.first), max(pg.last, pg.first)) - pg.first
-            if pg.stack[i] >= 0:
-                return list(reader.stacks.values[pg.stack[i]])
+            return list(frames_at(d.source, c["pg"], min(max(seq, pg.first), max(pg.last, 1))))
     return []
 
 
@@ -47,7 +47,7 @@ def _majority_stack(reader: Any, desync: dict[str, Any], skip: set[int]) -> list
     for d in reader.dumps:
         pg = d.pgs.get(desync["pg"])
         if pg is not None and d.rank not in skip and pg.at(desync["seq"]) >= 0:
-            return list(reader.stacks.values[pg.stack[desync["seq"] - pg.first]])
+            return list(frames_at(d.source, desync["pg"], desync["seq"]))
     return []
 
 

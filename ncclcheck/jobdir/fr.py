@@ -111,6 +111,7 @@ class RankTrace:
     pgs: dict[str, PgTrace]
     entries: int
     reliable: bool = False      #: nccl's states: "completed" means completed (gloo retires failures)
+    source: str = ""            #: the path to open again (``file`` is the name shown)
 
 
 def rank_from_name(path: str) -> Optional[int]:
@@ -193,6 +194,7 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
             continue
         rows.setdefault(_pg_name(entry)[0], {}).setdefault(seq, entry)
         backend = backend or str(entry.get("profiling_name", "")).partition(":")[0]
+    reliable = backend == "nccl"
     for name, by_seq in rows.items():
         desc = _pg_name(next(iter(by_seq.values())))[1]
         # gloo writes pg_config under an empty name (torch 2.13): one config fits the one group
@@ -208,10 +210,25 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
             op = str(e.get("profiling_name", "?")).partition(":")[2] or "?"
             pg.sig.append(sigs((op, repr(e.get("input_sizes")), repr(e.get("input_dtypes")),
                                 repr(e.get("output_sizes")))))
-            pg.stack.append(stacks(_frames(e.get("frames"))))
+            pg.stack.append(-1)              # frames are read again for the few shown
             pg.record.append(int(e.get("record_id", -1)))
             pg.done.append(1 if e.get("state") == "completed" else 0)
-            pg.wait_ms.append(_ms(e))
+            pg.wait_ms.append(_ms(e) if reliable else -1.0)
         pgs[name] = pg
     return RankTrace(path, rank_from_name(path), str(doc.get("version")), backend, pgs,
-                     len(doc["entries"]), backend == "nccl")
+                     len(doc["entries"]), reliable)
+
+
+def frames_at(path: str, pg: str, seq: int) -> tuple[str, ...]:
+    """The Python stack of the entry ``seq`` of group ``pg`` in the dump at ``path`` (read
+    again: only the few stacks shown are kept), torch's own frames left out."""
+    try:
+        with open(path, "rb") as f:
+            doc = load_bytes(f.read())
+    except (OSError, NotADump, Exception):  # noqa: BLE001 - a stack is a courtesy
+        return ()
+    for e in doc["entries"]:
+        if isinstance(e, dict) and not e.get("is_p2p") and e.get("collective_seq_id") == seq \
+                and _pg_name(e)[0] == pg:
+            return _frames(e.get("frames"))
+    return ()

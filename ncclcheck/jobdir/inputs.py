@@ -68,7 +68,7 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
     except OSError as exc:
         raise BadInput(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
     try:
-        job.add_dump(shown(path), data)
+        job.add_dump(shown(path), data, path)
     except UnsafePickle as exc:
         raise BadInput(f"{shown(path)}: refused: {exc}") from None
     return InputStats(name=shown(path), bytes=len(data))

@@ -42,7 +42,7 @@ class JobReader:
         self.text = JobText()
         self.bad: list[str] = []
 
-    def add_dump(self, path: str, data: bytes) -> None:
+    def add_dump(self, path: str, data: bytes, source: str = "") -> None:
         """Read one dump's bytes (``UnsafePickle`` propagates: the caller refuses the input)."""
         if len(data) > MAX_PICKLE_BYTES:
             self.bad.append(f"{path}: over {MAX_PICKLE_BYTES >> 20} MiB, not read")
@@ -52,7 +52,9 @@ class JobReader:
         except NotADump as exc:
             self.bad.append(f"{path}: {exc}")
             return
-        self.dumps.append(parse_dump(doc, path, self.sigs, self.stacks))
+        trace = parse_dump(doc, path, self.sigs, self.stacks)
+        trace.source = source or path
+        self.dumps.append(trace)
 
     def scanner(self, name: str) -> TextScanner:
         """A line scanner for one text input."""
