@@ -144,3 +144,15 @@ def test_torchrun_summary_and_srun_lines_map_ranks_to_hosts():
         ("node0", -15, False)
     assert job.srun_tasks[1][:3] == ("node1", "Exited with exit code 1", 1)
     assert job.srun_tasks[5][0] == "node2" and job.srun_tasks[5][3] == "SIGKILL"
+
+
+def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
+    write(tmp_path, {0: [entry(1), entry(2)], 1: [entry(1)], 2: [entry(1), entry(2)]})
+    doc_path = tmp_path / "diag.json"
+    out = subprocess.run([*NCCLCHECK, "diagnose", str(tmp_path), "-o", str(doc_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode in (0, 1), out.stderr
+    md = subprocess.run([*NCCLCHECK, "report", str(doc_path), "--format", "md"],
+                        capture_output=True, text=True, timeout=60).stdout
+    bars = [ln for ln in md.splitlines() if ln.startswith("rank ")]
+    assert len(bars) == 3 and bars[1].endswith("<- missing") and "<-" not in bars[0] + bars[2]
