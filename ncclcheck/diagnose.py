@@ -160,7 +160,8 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     doc = build_document(state, inputs)
     doc.update(escape_controls(job.result(doc["ranks"])) if job.found_anything()
                else {"culprits": [], "first_desync": None})
-    if doc.get("job") and (doc["culprits"] or job.dumps):
+    if doc.get("job") and (doc["culprits"] or job.dumps or doc["first_desync"]
+                           or doc["job"]["disagreements"]):
         doc["summary"]["verdict"] = doc["job"]["verdict"] + (
             "" if doc["summary"]["verdict"].startswith("no NCCL") else
             f"; NCCL logs: {doc['summary']['verdict']}")

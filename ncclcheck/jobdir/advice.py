@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from ncclcheck.jobdir.fr import frames_at
+from ncclcheck.jobdir.textjudge import ras_notes
 
 _EXIT_MEANING = {137: "SIGKILL (often the kernel's OOM killer: check dmesg)",
                  -9: "SIGKILL (often the kernel's OOM killer: check dmesg)",
@@ -104,10 +105,15 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
     else:
         cls = "none"
         step = ""
+    if cls == "none" and desync and len(set((desync.get("ops") or {}).values())) > 1:
+        cls = "mismatch"
+        step = ("the ranks wait in different collectives: a program bug (or a rank that skipped "
+                "one); Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1) would show the calls")
     hosts = sorted({h for h in (n.get("host") for n in nccl_ranks) if h}
                    | {t.host for t in reader.text.ranks.values() if t.host})
     out: dict[str, Any] = {"class": cls, "next_step": step, "stacks": stacks,
-                           "disagreements": disagreements(reader, culprits)}
+                           "disagreements": disagreements(reader, culprits)
+                           + ras_notes(reader.text, culprits)}
     if cls == "network":
         out["suspect_hosts"] = hosts
         out["pairwise"] = (f"printf '%s\\n' {' '.join(hosts) or 'HOST1 HOST2'} > suspects && "
@@ -121,6 +127,18 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
     elif reader.dumps:
         out["verdict"] = (f"no rank at fault: {len(reader.dumps)} Flight Recorder dumps agree, "
                           "every collective they hold completed")
+    elif desync and desync.get("ops"):
+        out["verdict"] = (f"the ranks timed out in different collectives at #{desync['seq']}: "
+                          + ", ".join(f"rank {r} {op}" for r, op in sorted(
+                              desync["ops"].items(), key=lambda x: int(x[0])))
+                          + " (no majority: a program bug, or a rank that skipped one)"
+                          if len(set(desync["ops"].values())) > 1 else
+                          f"every rank seen timed out in {desync['op']} #{desync['seq']}: no "
+                          "rank stands out in the text (Flight Recorder dumps would say more)")
+    elif reader.text.ras.comms:
+        out["verdict"] = ("no rank named from the RAS output alone: "
+                          + ", ".join(f"{c.status} on communicator {c.hash}"
+                                      for c in reader.text.ras.comms[:4]))
     else:
         out["verdict"] = "no Flight Recorder dumps: ranks judged from the text only"
     return out

@@ -13,6 +13,7 @@ from typing import Optional
 
 from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.job import JobReader, sniff
+from ncclcheck.jobdir.ras import KEYS as RAS_KEYS
 from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES, UnsafePickle
 from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.reader import InputStats, open_source, shown
@@ -23,7 +24,7 @@ MAX_FILES = 200_000
 KEYS = (b"time      :", b"host      :", b"rank      :", b"exitcode  :", b"traceback :",
         b"Root Cause", b"Failures:", b"[rank", b"srun: error", b"Timed out waiting",
         b"Watchdog caught", b"most recent call first", b"Connection closed", b"=====",
-        b"Fatal Python error")
+        b"Fatal Python error") + RAS_KEYS
 FOLLOW = {b"most recent call first": 12}
 
 

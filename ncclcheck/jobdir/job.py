@@ -15,6 +15,7 @@ from ncclcheck.jobdir.text import JobText, TextScanner
 from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES
 from ncclcheck.jobdir.verdict import judge
 from ncclcheck.jobdir.advice import explain
+from ncclcheck.jobdir.textjudge import judge_text
 
 MAX_PROGRESS = 4096
 
@@ -62,12 +63,14 @@ class JobReader:
 
     def found_anything(self) -> bool:
         """Did any input hold a dump or a job-level line?"""
-        return bool(self.dumps or self.text.torchrun_summary or self.text.srun_tasks)
+        return bool(self.dumps or self.text.torchrun_summary or self.text.srun_tasks
+                    or self.text.ras.comms or any(t.watchdog for t in self.text.ranks.values()))
 
     def result(self, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""
         world = sorted(self.text.ranks) if self.text.torchrun_summary else None
-        v = judge(self.dumps, self.sigs, self.text, world)
+        v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
+            judge_text(self.text)
         for c in v["culprits"]:
             where(c, self.text, nccl_ranks)
         progress = []
@@ -106,6 +109,11 @@ def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) ->
             host, pid = host or n.get("host"), pid or n.get("pid")
             gpu = (n.get("cuda_devices") or [None])[0]
             break
+    for comm in text.ras.comms:
+        for rr, g, p, node, _ in comm.ranks:
+            if rr == r:
+                host, pid, gpu = host or node, pid or p, gpu if gpu is not None else g
+    c.pop("ras", None)
     c.update(host=host, local_rank=local, pid=pid, gpu=gpu)
     if t is not None:
         if t.exit_evidence and t.exit_evidence not in c["evidence"]:

@@ -29,6 +29,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ncclcheck.jobdir.ras import RasScanner
+
 LAST_LINES = 6
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")
 _HOST = re.compile(r"\bhost\s{2,}:\s*(\S+)")
@@ -78,6 +80,7 @@ class JobText:
         field(default_factory=dict)   #: task -> (host, reason, exitcode, signal, evidence)
     closed_peers: dict[str, str] = field(default_factory=dict)  #: address -> evidence
     torchrun_summary: bool = False
+    ras: RasScanner = field(default_factory=RasScanner)
 
     def rank(self, r: int) -> RankText:
         """The record of rank ``r``."""
@@ -147,6 +150,9 @@ class TextScanner:
             self.job.rank(rank).last.append((at, line.rstrip()[:300]))
         if _GLOO_TIMEOUT in line or "Watchdog caught collective operation timeout" in line:
             self._timeout(line, rank, at)
+        if "RAS" in line or "launched up to" in line or " -- GPU " in line or \
+                "MISMATCH" in line or "INCOMPLETE" in line or "operation counts" in line:
+            self.job.ras.feed(line, at)
         c = _CLOSED.search(line)
         if c:
             self.job.closed_peers.setdefault(c.group(1), at)
