@@ -183,8 +183,7 @@ def explainable_lines(fmt: str) -> list[str]:
 def render_output(doc: dict[str, Any], fmt: str) -> str:
     """The text of ``--format`` for a recommendation document."""
     if fmt in ("env", "shell"):
-        return render(fmt, doc["env"], notes_for(doc), header_lines(doc, fmt),
-                      footer_lines(doc)) + "\n" + "\n".join(explainable_lines(fmt)) + "\n"
+        return render(fmt, doc["env"], notes_for(doc), header_lines(doc, fmt), footer_lines(doc))
     return render(fmt, doc["env"], document=doc)
 
 

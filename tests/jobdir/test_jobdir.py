@@ -156,3 +156,18 @@ def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
                         capture_output=True, text=True, timeout=60).stdout
     bars = [ln for ln in md.splitlines() if ln.startswith("rank ")]
     assert len(bars) == 3 and bars[1].endswith("<- missing") and "<-" not in bars[0] + bars[2]
+
+
+def test_recommend_ends_with_a_droppable_explainable_hang_section(tmp_path):
+    out = subprocess.run([*NCCLCHECK, "recommend"], capture_output=True, text=True, timeout=120)
+    assert out.returncode in (0, 3), out.stderr
+    text = out.stdout
+    start = text.index("# --- make the next hang explainable")
+    section = text[start:text.index("# --- end of the explainable-hang section ---")]
+    for var in ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=", "NCCL_DEBUG_FILE=/shared/nccl/%h.%p.log",
+                "NCCL_RAS_ENABLE=1"):
+        assert f"# {var}" in section, var
+    assert "2.24" in section and "2.2.12" in section
+    # dropped, the file sets the same: every line of the section is a comment
+    assert all(ln.startswith("#") for ln in section.splitlines())
