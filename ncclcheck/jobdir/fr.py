@@ -187,13 +187,25 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
     backend = ""
     rows: dict[str, dict[int, dict[str, Any]]] = {}
     for entry in doc["entries"]:
-        if not isinstance(entry, dict) or entry.get("is_p2p"):
-            continue
-        seq = entry.get("collective_seq_id")
-        if not isinstance(seq, int) or seq <= 0:
-            continue
-        rows.setdefault(_pg_name(entry)[0], {}).setdefault(seq, entry)
-        backend = backend or str(entry.get("profiling_name", "")).partition(":")[0]
+        try:
+            seq = entry["collective_seq_id"]
+            if entry["is_p2p"] or seq <= 0:
+                continue
+            pg = entry["process_group"][0]
+        except (KeyError, TypeError, IndexError):
+            if not isinstance(entry, dict) or entry.get("is_p2p"):
+                continue
+            seq = entry.get("collective_seq_id")
+            if not isinstance(seq, int) or seq <= 0:
+                continue
+            pg = _pg_name(entry)[0]
+        by_seq = rows.get(pg)
+        if by_seq is None:
+            by_seq = rows[pg] = {}
+        if seq not in by_seq:
+            by_seq[seq] = entry
+        if not backend:
+            backend = str(entry.get("profiling_name", "")).partition(":")[0]
     reliable = backend == "nccl"
     for name, by_seq in rows.items():
         desc = _pg_name(next(iter(by_seq.values())))[1]
@@ -201,19 +213,25 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
         cfg = config.get(name) or (next(iter(config.values())) if len(config) == 1 else {})
         pg = PgTrace(name, desc, _members(cfg.get("ranks")) if isinstance(cfg, dict) else None)
         pg.first = min(by_seq)
-        for seq in range(pg.first, max(by_seq) + 1):
-            e = by_seq.get(seq)
-            if e is None:                    # a gap: nothing to judge, count it as done
-                pg.sig.append(-1), pg.stack.append(-1), pg.record.append(-1)
-                pg.done.append(1), pg.wait_ms.append(-1.0)
+        n = max(by_seq) - pg.first + 1
+        sig = [-1] * n
+        record = [-1] * n
+        done = bytearray(b"\x01" * n)          # a gap: nothing to judge, count it as done
+        wait = [-1.0] * n
+        get = by_seq.get
+        for i in range(n):
+            e = get(pg.first + i)
+            if e is None:
                 continue
-            op = str(e.get("profiling_name", "?")).partition(":")[2] or "?"
-            pg.sig.append(sigs((op, repr(e.get("input_sizes")), repr(e.get("input_dtypes")),
-                                repr(e.get("output_sizes")))))
-            pg.stack.append(-1)              # frames are read again for the few shown
-            pg.record.append(int(e.get("record_id", -1)))
-            pg.done.append(1 if e.get("state") == "completed" else 0)
-            pg.wait_ms.append(_ms(e) if reliable else -1.0)
+            name_ = e.get("profiling_name", "?")
+            sig[i] = sigs((str(name_).partition(":")[2] or "?", repr(e.get("input_sizes")),
+                           repr(e.get("input_dtypes")), repr(e.get("output_sizes"))))
+            record[i] = int(e.get("record_id", -1))
+            done[i] = e.get("state") == "completed"
+            if reliable:
+                wait[i] = _ms(e)
+        pg.sig, pg.record, pg.done = array("i", sig), array("i", record), done
+        pg.stack, pg.wait_ms = array("i", [-1] * n), array("d", wait)
         pgs[name] = pg
     return RankTrace(path, rank_from_name(path), str(doc.get("version")), backend, pgs,
                      len(doc["entries"]), reliable)
