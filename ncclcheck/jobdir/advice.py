@@ -66,7 +66,8 @@ def _who(c: dict[str, Any]) -> str:
 
 
 def _what(d: dict[str, Any]) -> str:
-    return f"{d['op']} #{d['seq']} of process group {d['pg']!r} (sizes {d['sizes']})"
+    return (f"{d['op']} #{d['seq']}" + (f" of process group {d['pg']!r}" if d["pg"] != "?" else "")
+            + (f" (sizes {d['sizes']})" if d["sizes"] != "?" else ""))
 
 
 def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -70,7 +70,7 @@ class JobReader:
         """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""
         world = sorted(self.text.ranks) if self.text.torchrun_summary else None
         v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
-            judge_text(self.text)
+            judge_text(self.text, {n["rank"] for n in nccl_ranks if isinstance(n.get("rank"), int)})
         for c in v["culprits"]:
             where(c, self.text, nccl_ranks)
         progress = []

@@ -37,8 +37,11 @@ def ras_notes(text: JobText, culprits: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def judge_text(text: JobText) -> dict[str, Any]:
-    """``{desyncs, culprits, network}`` as :func:`~.verdict.judge` returns, from text."""
+def judge_text(text: JobText, logged: set[int] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
+    """``{desyncs, culprits, network}`` as :func:`~.verdict.judge` returns, from text.
+
+    ``logged``: the ranks whose NCCL lines were read; one of them with no watchdog timeout
+    while the others timed out in the same collective never entered it (or failed before)."""
     culprits: list[dict[str, Any]] = []
     desyncs: list[dict[str, Any]] = []
     seen = {r: t.watchdog for r, t in text.ranks.items() if t.watchdog}
@@ -51,6 +54,13 @@ def judge_text(text: JobText) -> dict[str, Any]:
         desyncs.append({"pg": "?", "seq": seq, "op": major or "/".join(sorted(counts)),
                         "sizes": "?", "dtypes": "?", "entered": sorted(at_seq),
                         "completed": [], "ops": {str(r): op for r, (op, _) in at_seq.items()}})
+        quiet = sorted(logged - set(seen)) if len(at_seq) >= 2 and major else []
+        if len(quiet) < len(at_seq):
+            culprits += [{"rank": r, "pg": "?", "kind": "missing", "evidence": [],
+                          "detail": f"its NCCL log was read, and it has no watchdog timeout at "
+                                    f"{major} #{seq} where {len(at_seq)} ranks timed out: it never "
+                                    "entered it, or failed before (see its findings)"}
+                         for r in quiet]
         if major:
             culprits += [{"rank": r, "pg": "?", "kind": "mismatch", "evidence": [ev],
                           "detail": f"timed out in {op} #{seq} where the others are in {major}",

@@ -44,3 +44,11 @@ def test_watchdog_lines_in_the_same_collective_name_no_one():
     doc = diag("watchdog-same-collective.log")
     assert doc["culprits"] == [] and doc["first_desync"]["seq"] == 1580
     assert doc["first_desync"]["op"] == "ALLREDUCE"
+
+
+def test_the_one_logged_rank_without_a_watchdog_timeout_is_named():
+    # the project's h100 log: 15 ranks time out in ALLREDUCE #48213; rank 11, whose NCCL log
+    # shows the IB completion error, has none
+    doc = diagnose_files([str(FIX.parent / "reports" / "src" / "h100-train.log")])
+    assert [(c["rank"], c["kind"], c["host"], c["gpu"]) for c in doc["culprits"]] == \
+        [(11, "missing", "h100-node-02", 3)]
