@@ -66,16 +66,19 @@ def make(folder: Path, ranks: int, entries: int) -> None:
     (folder / f"nccl_trace_rank_{ranks - 1}").write_bytes(dump(ranks, entries, True))
 
 
-def run(folder: Path) -> tuple[float, float, dict]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+def run(folder: Path) -> tuple[float, float, float, dict]:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "ncclcheck", "diagnose", str(folder), "--json"],
                          capture_output=True, text=True, check=False)
     took = time.perf_counter() - start
-    rss = max(before, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rss = max(before, usage.ru_maxrss) / 1024
+    cpu = usage.ru_utime + usage.ru_stime - cpu0
     if out.returncode not in (0, 1):
         raise SystemExit(f"diagnose failed: {out.stderr.strip()}")
-    return took, rss, json.loads(out.stdout)
+    return took, cpu, rss, json.loads(out.stdout)
 
 
 def reference(folder: Path) -> float:
@@ -91,7 +94,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="+", default=["64x2000", "4096x2000"])
     args = ap.parse_args()
-    print(f"{'ranks x entries':>16} {'MB read':>8} {'diagnose s':>10} {'cat s':>7} "
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time suffers "
+          "on a shared machine; CPU s is the child's own)")
+    print(f"{'ranks x entries':>16} {'MB read':>8} {'diagnose s':>10} {'CPU s':>6} {'cat s':>7} "
           f"{'x cat':>6} {'peak RSS MiB':>12}  verdict")
     for case in args.cases:
         ranks, entries = (int(x) for x in case.split("x"))
@@ -100,10 +105,11 @@ def main() -> int:
             make(folder, ranks, entries)
             size = sum((folder / f"nccl_trace_rank_{r}").stat().st_size for r in range(ranks))
             ref = reference(folder)
-            took, rss, doc = run(folder)
+            took, cpu, rss, doc = run(folder)
             named = [(c["rank"], c["kind"]) for c in doc["culprits"]]
             ok = named == [(ranks - 1, "mismatch")]
-            print(f"{case:>16} {size / 1e6:>8.0f} {took:>10.2f} {ref:>7.2f} {took / ref:>6.0f} "
+            print(f"{case:>16} {size / 1e6:>8.0f} {took:>10.2f} {cpu:>6.2f} {ref:>7.2f} "
+                  f"{took / ref:>6.0f} "
                   f"{rss:>12.0f}  {'ok' if ok else 'WRONG'} {named[:3]}")
     return 0
 
