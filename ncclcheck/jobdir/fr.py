@@ -26,6 +26,7 @@ at the end of the file name. Only what the verdict needs is kept, as small integ
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -146,14 +147,22 @@ def load_bytes(data: bytes) -> dict[str, Any]:
     return doc
 
 
+@functools.lru_cache(maxsize=64)
+def _members_of(text: str) -> Optional[tuple[int, ...]]:
+    # every rank's dump repeats the group's "[0, 1, ..., 4095]": parsed once, one shared tuple
+    try:
+        return tuple(int(r) for r in json.loads(text))
+    except (ValueError, TypeError):
+        try:
+            return tuple(int(r) for r in ast.literal_eval(text))
+        except (ValueError, SyntaxError, TypeError):
+            return None
+
+
 def _members(text: Any) -> Optional[tuple[int, ...]]:
     if isinstance(text, (list, tuple)):
         return tuple(int(r) for r in text)
-    try:
-        got = ast.literal_eval(str(text))
-        return tuple(int(r) for r in got)
-    except (ValueError, SyntaxError, TypeError):
-        return None
+    return _members_of(str(text))
 
 
 def _frames(raw: Any) -> tuple[str, ...]:
