@@ -35,6 +35,8 @@ from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.judge.derived import plural, run_checks
 from ncclcheck.judge.pasted import check_pasted
+from ncclcheck.jobdir.inputs import expand, read_dump, scan_text
+from ncclcheck.jobdir.job import JobReader
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
@@ -110,7 +112,8 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     """Read every input and return the diagnosis document.
 
     Args:
-        paths: log files (plain or gzip); ``-`` reads ``stdin``.
+        paths: log files (plain or gzip), Flight Recorder dumps, or folders of a job's output
+            (each file taken by its content); ``-`` reads ``stdin``.
         stdin: the binary stream ``-`` stands for (default ``sys.stdin.buffer``).
 
     An input that breaks off after some text (a truncated gzip, a read error) keeps what was
@@ -124,12 +127,19 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
         raise BadInput("no input: give one or more log files, or - for standard input")
     if list(paths).count("-") > 1:
         raise BadInput("- (standard input) can only be given once")
+    paths = expand(list(paths))
     for path in paths:
         check_readable(path)
     state = LogState()
     pasted = Pasted()
     inputs: list[InputStats] = []
+    job = JobReader()
     for path in paths:
+        dump = read_dump(job, path)
+        if dump is not None:
+            inputs.append(dump)
+            continue
+        scan_text(job, path)
         with open_source(path, stdin) as src:
             feed = state.feed_bytes
             name = src.stats.name
@@ -148,6 +158,14 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     run_checks(state)
     check_pasted(state, pasted)
     doc = build_document(state, inputs)
+    doc.update(escape_controls(job.result(doc["ranks"])) if job.found_anything()
+               else {"culprits": [], "first_desync": None})
+    if doc.get("job") and (doc["culprits"] or job.dumps or doc["first_desync"]
+                           or doc["job"]["disagreements"]):
+        doc["summary"]["verdict"] = doc["job"]["verdict"] + (
+            "" if doc["summary"]["verdict"].startswith("no NCCL") else
+            f"; NCCL logs: {doc['summary']['verdict']}")
+        doc["healthy"] = doc["healthy"] and not doc["culprits"]
     if pasted.kinds:
         doc["pasted"] = escape_controls(pasted.document())
         if not doc["findings"] and not doc["summary"]["nccl_lines"]:

@@ -40,6 +40,7 @@ from ncclcheck import schema
 from ncclcheck.envformat import split_safe
 from ncclcheck.recommend_text import (  # noqa: F401  (re-exported: callers import them here)
     _wrap,
+    explainable_lines,
     footer_lines,
     group_findings,
     header_lines,
@@ -316,4 +317,7 @@ def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify
         write_candidates(doc, candidates_dir)
     if verify:
         doc["verify"] = verify_document(doc, nccl_lib, local)
-    return doc, render_output(doc, fmt), problems(doc)
+    text = render_output(doc, fmt)
+    if fmt in ("env", "shell"):                  # issue 22: a section the user can drop
+        text += "\n" + "\n".join(explainable_lines(fmt)) + "\n"
+    return doc, text, problems(doc)

@@ -132,6 +132,53 @@ def group_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
+#: (variable, value, needs the user's own path, reason with the version where it starts and source)
+EXPLAINABLE = (
+    ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", False,
+     "PyTorch Flight Recorder: each rank keeps its last 2000 collectives per process group (torch "
+     ">= 2.2; TORCH_FR_BUFFER_SIZE is the newer name, default 2000 in torch 2.13: "
+     "torch/csrc/distributed/c10d/FlightRecorder.hpp)"),
+    ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", False,
+     "write it out when the NCCL watchdog times out (torch >= 2.2); it needs "
+     "TORCH_NCCL_ENABLE_MONITORING=1 and a buffer > 0 (torch/csrc/distributed/c10d/"
+     "ProcessGroupNCCL.hpp)"),
+    ("TORCH_NCCL_ENABLE_MONITORING", "1", False,
+     "the monitor thread the dump on timeout relies on (ProcessGroupNCCL.hpp)"),
+    ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/shared/fr/nccl_trace_rank_", True,
+     "the dump's path prefix (+ rank): put it on storage every node writes and you can read "
+     "after the job (torch >= 2.2; TORCH_FR_DUMP_TEMP_FILE is the newer name). Then: "
+     "ncclcheck diagnose /shared/fr"),
+    ("NCCL_DEBUG_FILE", "/shared/nccl/%h.%p.log", True,
+     "NCCL's own log, one file per process named by host (%h) and pid (%p) (NCCL >= 2.2.12; "
+     "NCCL docs, troubleshooting/logging); with NCCL_DEBUG=WARN it costs nothing until an error"),
+    ("NCCL_RAS_ENABLE", "1", False,
+     "NCCL RAS (NCCL >= 2.24, on by default there, ignored before): `ncclras` on any node "
+     "names processes dead or behind in collective counts (NCCL docs, troubleshooting/ras)"),
+)
+
+
+def explainable_lines(fmt: str) -> list[str]:
+    """A section a user can drop: the settings that make the next hang explainable (issue 22).
+
+    >>> explainable_lines("env")[0]
+    '# --- make the next hang explainable (ncclcheck diagnose reads what these leave; drop this section to opt out) ---'
+    """
+    out = ["# --- make the next hang explainable (ncclcheck diagnose reads what these leave; "
+           "drop this section to opt out) ---",
+           "# Uncomment to use (left commented so that this file sets only what the rules chose;"
+           " set the two paths to shared storage)"]
+    import shlex
+    import textwrap
+
+    for var, value, commented, why in EXPLAINABLE:
+        out += ["# " + w for w in textwrap.wrap(why, 96, break_long_words=False,
+                                                 break_on_hyphens=False)]
+        line = f"{var}={value}" if fmt == "env" else f"export {var}={shlex.quote(value)}"
+        out.append("# " + line)
+    out.append("# --- end of the explainable-hang section ---")
+    return out
+
+
 def render_output(doc: dict[str, Any], fmt: str) -> str:
     """The text of ``--format`` for a recommendation document."""
     if fmt in ("env", "shell"):

@@ -124,6 +124,23 @@ DIAGNOSIS = envelope("diagnosis", "ncclcheck diagnosis: what NCCL logs say went 
                        "cause": OPT_STR, "fix": OPT_STR, "docs": OPT_STR,
                        "count": {"type": "integer", "minimum": 0}, "hosts": STRS,
                        "ranks": {"type": "array"}}}},
+    # issue 22: which rank held a failed job (Flight Recorder dumps, torchrun/srun lines)
+    "culprits": {"type": "array", "items": {
+        "type": "object", "required": ["rank", "kind", "evidence"],
+        "properties": {"rank": {"type": "integer"},
+                       "kind": {"enum": ["missing", "mismatch", "dead", "stuck", "straggler"]},
+                       "host": OPT_STR, "local_rank": {"type": ["integer", "null"]},
+                       "pid": {"type": ["integer", "null"]}, "gpu": {"type": ["integer", "null"]},
+                       "pg": STR, "evidence": STRS}}},
+    "first_desync": {"type": ["object", "null"], "required": ["pg", "seq", "op", "sizes"],
+                     "properties": {"pg": STR, "seq": {"type": "integer"}, "op": STR,
+                                    "sizes": STR, "dtypes": STR}},
+    "progress": {"type": "array", "items": {"type": "object", "properties": {
+        "rank": {"type": "integer"}, "pg": STR, "last_entered": {"type": "integer"},
+        "last_completed": {"type": ["integer", "null"]}}}},
+    "job": {"type": "object", "properties": {
+        "class": {"enum": ["mismatch", "dead", "rank", "straggler", "network", "none"]},
+        "verdict": STR, "next_step": STR, "disagreements": STRS}},
 })
 
 RECOMMENDATION = envelope("recommendation", "ncclcheck recommendation: NCCL settings and reasons", {

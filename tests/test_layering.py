@@ -54,7 +54,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("rooted reader", {"host"}),
     ("facts and verdicts", {"probes", "rules", "signatures", "pairwise", "expected"}),
     ("log parsing", {"logparse"}),
-    ("measuring, judging, probing", {"bench", "judge", "probe"}),
+    ("measuring, judging, probing", {"bench", "judge", "probe", "jobdir"}),
     ("cluster", {"cluster", "recommend_text"}),
     ("recommend", {"recommend"}),
     ("tune", {"tune"}),

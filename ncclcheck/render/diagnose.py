@@ -145,7 +145,12 @@ def finding_panel(f: dict[str, Any]) -> Panel:
 
 
 def render_diagnosis(console: Console, doc: dict[str, Any]) -> None:
-    """The whole diagnosis for a terminal."""
+    """The whole diagnosis for a terminal (a job's verdict first, when dumps or job lines
+    were read)."""
+    if doc.get("job"):
+        from ncclcheck.render.jobverdict import render_job
+
+        render_job(console, doc)
     inputs = doc.get("inputs") or []
     total = sum(i.get("bytes", 0) for i in inputs)
     console.print(Text.assemble(

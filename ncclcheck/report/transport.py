@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from ncclcheck.report.cells import rank_ranges, table, text
+from ncclcheck.report.progress import progress_lines
 
 #: diagnose's per-process GDR words -> did NCCL move data with GPU Direct RDMA.
 GDR_WORDS = {"used": True, "enabled": True, "disabled": False}
@@ -159,4 +160,8 @@ def diagnosis_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
             "processes": text(processes), "hosts": text(host_count),
             "inputs": [os.path.basename(str(i.get("name"))) for i in doc.get("inputs") or []
                        if isinstance(i, dict)],
-            "transport": transport_view(log_transport(doc))}
+            "transport": transport_view(log_transport(doc)),
+            "progress": progress_lines(doc),
+            "culprits": [f"rank {c.get('rank')} {c.get('kind')}"
+                         + (f" on {c['host']}" if c.get("host") else "")
+                         for c in doc.get("culprits") or [] if isinstance(c, dict)]}

@@ -85,9 +85,10 @@ def test_bad_input_is_one_line_and_exit_2(argv, message, console, capsys):
     assert err.strip() == f"ncclcheck: error: {message}" and "Traceback" not in err
 
 
-def test_directory_is_bad_input(tmp_path, console, capsys):
+def test_an_empty_directory_is_bad_input(tmp_path, console, capsys):
+    # a folder is a job's output (issue 22): walked; one with no files is an error
     assert run([str(tmp_path)], console) == 2
-    assert "is a directory" in capsys.readouterr().err
+    assert "an empty folder" in capsys.readouterr().err
 
 
 def test_pipe_through_a_real_process():

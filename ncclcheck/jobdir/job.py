@@ -1,0 +1,125 @@
+"""One failed job's artifacts joined: dumps and text in, the verdict part of a diagnosis out.
+
+:class:`JobReader` takes each file as :func:`sniff` recognises it by content (a Flight Recorder
+pickle or JSON dump, else text) and :meth:`JobReader.result` returns ``culprits``,
+``first_desync``, ``progress`` and ``job`` (class, next step, stacks, disagreements) for the
+``ncclcheck/diagnosis`` document.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, load_bytes, parse_dump
+from ncclcheck.jobdir.text import JobText, TextScanner
+from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES
+from ncclcheck.jobdir.verdict import judge
+from ncclcheck.jobdir.advice import explain
+from ncclcheck.jobdir.textjudge import judge_text
+
+MAX_PROGRESS = 4096
+
+
+def sniff(head: bytes) -> str:
+    """``"fr"`` for a Flight Recorder dump (pickle, or JSON holding its keys), else ``"text"``.
+
+    >>> sniff(b"\\x80\\x04\\x95"), sniff(b'{"comm_lib_version":"","entries":['), sniff(b"NCCL INFO")
+    ('fr', 'fr', 'text')
+    """
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "fr"
+    if head.lstrip()[:1] == b"{" and (b'"entries"' in head or b'"pg_config"' in head):
+        return "fr"
+    return "text"
+
+
+class JobReader:
+    """Collects dumps and text scanners of one job."""
+
+    def __init__(self) -> None:
+        self.sigs = Intern()
+        self.stacks = Intern()
+        self.dumps: list[RankTrace] = []
+        self.text = JobText()
+        self.bad: list[str] = []
+
+    def add_dump(self, path: str, data: bytes, source: str = "") -> None:
+        """Read one dump's bytes (``UnsafePickle`` propagates: the caller refuses the input)."""
+        if len(data) > MAX_PICKLE_BYTES:
+            self.bad.append(f"{path}: over {MAX_PICKLE_BYTES >> 20} MiB, not read")
+            return
+        try:
+            doc = load_bytes(data)
+        except NotADump as exc:
+            self.bad.append(f"{path}: {exc}")
+            return
+        trace = parse_dump(doc, path, self.sigs, self.stacks)
+        trace.source = source or path
+        self.dumps.append(trace)
+
+    def scanner(self, name: str) -> TextScanner:
+        """A line scanner for one text input."""
+        return TextScanner(self.text, name)
+
+    def found_anything(self) -> bool:
+        """Did any input hold a dump or a job-level line?"""
+        return bool(self.dumps or self.text.torchrun_summary or self.text.srun_tasks
+                    or self.text.ras.comms or any(t.watchdog for t in self.text.ranks.values()))
+
+    def result(self, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:
+        """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""
+        world = sorted(self.text.ranks) if self.text.torchrun_summary else None
+        v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
+            judge_text(self.text, {n["rank"] for n in nccl_ranks if isinstance(n.get("rank"), int)})
+        for c in v["culprits"]:
+            where(c, self.text, nccl_ranks)
+        progress = []
+        for d in sorted((d for d in self.dumps if d.rank is not None), key=lambda d: d.rank)[
+                :MAX_PROGRESS]:
+            for name, pg in d.pgs.items():
+                progress.append({"rank": d.rank, "pg": name, "first": pg.first,
+                                 "last_entered": pg.last,
+                                 "last_completed": _completed(pg) if d.reliable else None})
+        first = v["desyncs"][0] if v["desyncs"] else None
+        if first and v["culprits"]:
+            pgs = {c["pg"] for c in v["culprits"]}
+            first = next((d for d in v["desyncs"] if d["pg"] in pgs), first)
+        job = explain(v, self, nccl_ranks)
+        return {"culprits": v["culprits"], "first_desync": first, "desyncs": v["desyncs"],
+                "progress": progress, "job": job}
+
+
+def _completed(pg: Any) -> int:
+    gap = pg.done.find(0)
+    return pg.first - 1 + (len(pg.done) if gap < 0 else gap)
+
+
+def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) -> None:
+    """Fill a culprit's host, local rank, pid and GPU from any artifact that tells them."""
+    r = c["rank"]
+    t = text.ranks.get(r)
+    host: Optional[str] = t.host if t else None
+    local = t.local_rank if t else None
+    pid = t.pid if t else None
+    gpu = None
+    if not text.torchrun_summary and r in text.srun_tasks:
+        host = host or text.srun_tasks[r][0]
+    for n in nccl_ranks:
+        if n.get("rank") == r:
+            host, pid = host or n.get("host"), pid or n.get("pid")
+            gpu = (n.get("cuda_devices") or [None])[0]
+            break
+    for comm in text.ras.comms:
+        for rr, g, p, node, _ in comm.ranks:
+            if rr == r:
+                host, pid, gpu = host or node, pid or p, gpu if gpu is not None else g
+    c.pop("ras", None)
+    c.update(host=host, local_rank=local, pid=pid, gpu=gpu)
+    if t is not None:
+        if t.exit_evidence and t.exit_evidence not in c["evidence"]:
+            c["evidence"].append(t.exit_evidence)
+        if t.stack_evidence:
+            c["evidence"].append(t.stack_evidence)
+        if c["kind"] == "dead" and t.last:
+            c["last_lines"] = [f"{at}: {line}" for at, line in t.last]
+            c["evidence"].extend(at for at, _ in t.last if at not in c["evidence"])

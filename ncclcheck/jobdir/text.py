@@ -1,0 +1,226 @@
+"""What the text a failed job leaves says about each rank: exits, hosts, timeouts, stacks.
+
+Lines are recognised by what they say, in any file and any mix:
+
+- torchrun's failure summary (torch/distributed/elastic/multiprocessing/errors)::
+
+      Root Cause (first observed failure):
+      [0]:
+        time      : 2026-11-26_15:21:59
+        host      : node1
+        rank      : 3 (local_rank: 1)
+        exitcode  : -9 (pid: 12920)
+        error_file: <N/A>
+        traceback : Signal 9 (SIGKILL) received by PID 12920
+
+- Slurm's ``srun: error: node1: task 3: Killed`` (and ``Exited with exit code 3``);
+- torch's ``[rank3]:`` prefix on a rank's output, gloo's ``Timed out waiting 3000ms for recv``
+  and ``Connection closed by peer [198.18.0.2]:4231``, the NCCL watchdog's ``Watchdog caught
+  collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, ...)``;
+- a Python stack written by faulthandler or a signal handler (``Stack (most recent call
+  first):``, ``File "train.py", line 12 in step``): where a live rank waited;
+- torchrun ``--log-dir`` files, ``…/attempt_K/<local_rank>/stderr.log``: the local rank.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ncclcheck.jobdir.ras import RasScanner
+
+LAST_LINES = 6
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")
+_HOST = re.compile(r"\bhost\s{2,}:\s*(\S+)")
+_RANKLINE = re.compile(r"\brank\s{2,}:\s*(\d+)\s*\(local_rank:\s*(\d+)\)")
+_EXIT = re.compile(r"\bexitcode\s{2,}:\s*(-?\d+)\s*\(pid:\s*(\d+)\)")
+_TIME = re.compile(r"\btime\s{2,}:")
+_TB_SIGNAL = re.compile(r"traceback\s*:\s*Signal (\d+) \((\w+)\)")
+_SRUN = re.compile(r"srun: error: ([\w.-]+): tasks? ([\d,\-]+): (.+)")
+_SRUN_EXIT = re.compile(r"[Ee]xited with exit code (\d+)")
+_WATCHDOG = re.compile(r"WorkNCCL\(SeqNum=(\d+), OpType=(\w+)(?:, NumelIn=(\d+))?")
+_WATCHDOG_RANK = re.compile(r"\bRank (\d+)\]")
+_STACK_HEAD = re.compile(r"(?:Stack|Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]+) "
+                         r"\(most recent call first\)")
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+),? in (\S+)')
+_LOGDIR = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
+_GLOO_TIMEOUT = "Timed out waiting"
+_CLOSED = re.compile(r"Connection closed by peer \[([^\]]+)\]")
+SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15, "SIGABRT": 6, "SIGBUS": 7}
+_SRUN_SIGNAL = {"Killed": 9, "Segmentation fault": 11, "Terminated": 15, "Aborted": 6,
+                "Bus error": 7}
+
+
+@dataclass
+class RankText:
+    """What the text says of one global rank."""
+
+    host: Optional[str] = None
+    local_rank: Optional[int] = None
+    pid: Optional[int] = None
+    exitcode: Optional[int] = None
+    signal: Optional[str] = None
+    exit_evidence: Optional[str] = None
+    root_cause: bool = False
+    timed_out: Optional[str] = None          #: evidence of its own collective timeout
+    watchdog: Optional[tuple[int, str, str]] = None  #: (seq, op, evidence)
+    stack: list[str] = field(default_factory=list)
+    stack_evidence: Optional[str] = None
+    last: deque = field(default_factory=lambda: deque(maxlen=LAST_LINES))
+
+
+@dataclass
+class JobText:
+    """Everything the text inputs say, by global rank."""
+
+    ranks: dict[int, RankText] = field(default_factory=dict)
+    srun_tasks: dict[int, tuple[str, str, Optional[int], Optional[str], str]] = \
+        field(default_factory=dict)   #: task -> (host, reason, exitcode, signal, evidence)
+    closed_peers: dict[str, str] = field(default_factory=dict)  #: address -> evidence
+    torchrun_summary: bool = False
+    ras: RasScanner = field(default_factory=RasScanner)
+
+    def rank(self, r: int) -> RankText:
+        """The record of rank ``r``."""
+        got = self.ranks.get(r)
+        if got is None:
+            got = self.ranks[r] = RankText()
+        return got
+
+
+class TextScanner:
+    """Feed one file's lines (``feed``), then ``close``; results land in a shared :class:`JobText`."""
+
+    def __init__(self, job: JobText, name: str) -> None:
+        self.job = job
+        self.name = name
+        m = _LOGDIR.search(name.replace("\\", "/"))
+        self.local_rank = int(m.group(1)) if m else None
+        self.file_rank: Optional[int] = None
+        self._block: dict = {}
+        self._root = False
+        self._stack: Optional[list[str]] = None
+        self._stack_rank: Optional[int] = None
+        self._stack_at = ""
+
+    def _flush_block(self) -> None:
+        b, self._block = self._block, {}
+        if "rank" not in b:
+            return
+        r = self.job.rank(b["rank"])
+        self.job.torchrun_summary = True
+        r.host = b.get("host") or r.host
+        r.local_rank = b.get("local_rank", r.local_rank)
+        if "exitcode" in b:
+            r.exitcode, r.pid = b["exitcode"], b.get("pid") or r.pid
+            r.exit_evidence = b["at"]
+        r.signal = b.get("signal") or r.signal
+        if b.get("root"):
+            r.root_cause = True
+
+    def feed(self, line: str, lineno: int) -> None:
+        """One line (decoded, without its newline)."""
+        at = f"{self.name}:{lineno}"
+        rank = None
+        m = _RANK_PREFIX.match(line)
+        if m:
+            rank = int(m.group(1))
+            line = line[m.end():]
+            if self.local_rank is not None and self.file_rank is None:
+                self.file_rank = rank
+                self.job.rank(rank).local_rank = self.local_rank
+        rank = rank if rank is not None else self.file_rank
+        self._frames(line, rank, at)
+        if "Root Cause (first observed failure)" in line:
+            self._flush_block()
+            self._root = True
+        elif "Failures:" in line:
+            self._flush_block()
+            self._root = False
+        elif re.match(r"^\[\d+\]:\s*$", line.strip()) or _TIME.search(line):
+            self._flush_block()
+            self._block = {"root": self._root, "at": at}
+        elif self._block or _RANKLINE.search(line):
+            self._block_line(line, at)
+        if "srun: error:" in line:
+            self._srun(line, at)
+        if rank is not None and line.strip():
+            self.job.rank(rank).last.append((at, line.rstrip()[:300]))
+        if _GLOO_TIMEOUT in line or "Watchdog caught collective operation timeout" in line:
+            self._timeout(line, rank, at)
+        if "RAS" in line or "launched up to" in line or " -- GPU " in line or \
+                "MISMATCH" in line or "INCOMPLETE" in line or "operation counts" in line:
+            self.job.ras.feed(line, at)
+        c = _CLOSED.search(line)
+        if c:
+            self.job.closed_peers.setdefault(c.group(1), at)
+
+    def _block_line(self, line: str, at: str) -> None:
+        if not self._block:
+            self._block = {"root": self._root, "at": at}
+        b = self._block
+        for rx, keys in ((_HOST, ("host",)), (_RANKLINE, ("rank", "local_rank")),
+                         (_EXIT, ("exitcode", "pid"))):
+            m = rx.search(line)
+            if m:
+                for k, v in zip(keys, m.groups()):
+                    b[k] = v if k == "host" else int(v)
+                if keys[0] == "exitcode":
+                    b["at"] = at
+        s = _TB_SIGNAL.search(line)
+        if s:
+            b["signal"] = s.group(2)
+        if "traceback :" in line or "=====" in line:
+            self._flush_block()
+
+    def _srun(self, line: str, at: str) -> None:
+        m = _SRUN.search(line)
+        if not m:
+            return
+        host, tasks, reason = m.group(1), m.group(2), m.group(3).strip()
+        code = _SRUN_EXIT.search(reason)
+        sig = next((s for s in _SRUN_SIGNAL if reason.startswith(s)), None)
+        signame = {9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM", 6: "SIGABRT", 7: "SIGBUS"}.get(
+            _SRUN_SIGNAL.get(sig or "", 0))
+        for part in tasks.split(","):
+            lo, _, hi = part.partition("-")
+            for t in range(int(lo), int(hi or lo) + 1):
+                self.job.srun_tasks[t] = (host, reason, int(code.group(1)) if code else None,
+                                          signame, at)
+
+    def _timeout(self, line: str, rank: Optional[int], at: str) -> None:
+        w = _WATCHDOG.search(line)
+        wr = _WATCHDOG_RANK.search(line)
+        if rank is None and wr:
+            rank = int(wr.group(1))
+        if rank is None:
+            return
+        r = self.job.rank(rank)
+        r.timed_out = r.timed_out or at
+        if w and r.watchdog is None:
+            r.watchdog = (int(w.group(1)), w.group(2), at)
+
+    def _frames(self, line: str, rank: Optional[int], at: str) -> None:
+        if _STACK_HEAD.search(line):
+            self._stack, self._stack_rank, self._stack_at = [], rank, at
+            return
+        if self._stack is None:
+            return
+        f = _FRAME.match(line)
+        if f:
+            self._stack.append(f"{f.group(1)}:{f.group(2)} in {f.group(3)}")
+            return
+        self._end_stack()
+
+    def _end_stack(self) -> None:
+        if self._stack and self._stack_rank is not None:
+            r = self.job.rank(self._stack_rank)
+            r.stack, r.stack_evidence = self._stack[:8], self._stack_at
+        self._stack = None
+
+    def close(self) -> None:
+        """End of the file."""
+        self._end_stack()
+        self._flush_block()

@@ -1,0 +1,74 @@
+"""A gloo training loop with one planted fault, run by the jobdir tests under torchrun or srun.
+
+FAULT (none, skip, sleep, exit, sigkill, sigsegv, other, size) hits rank FAULT_RANK at the fifth
+collective. Like NCCL's dump-on-timeout (TORCH_NCCL_DUMP_ON_TIMEOUT=1), the job's own exception
+and SIGTERM handlers write the Flight Recorder dump to TORCH_FR_DUMP_TEMP_FILE + rank; the SIGTERM
+handler also prints where the rank was (its Python stack), as faulthandler would.
+"""
+
+import ctypes
+import datetime
+import os
+import signal
+import sys
+import time
+import traceback
+
+import torch
+import torch.distributed as dist
+
+FAULT = os.environ.get("FAULT", "none")
+RANK = int(os.environ.get("RANK") or os.environ["SLURM_PROCID"])
+ME = RANK == int(os.environ.get("FAULT_RANK", "-1"))
+PREFIX = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
+
+
+def dump() -> None:
+    with open(f"{PREFIX}{RANK}", "wb") as f:
+        f.write(torch._C._distributed_c10d._dump_fr_trace())
+
+
+def on_term(signum, frame):
+    lines = [f"[rank{RANK}]: Stack (most recent call first):"]
+    lines += [f'[rank{RANK}]:   File "{s.filename}", line {s.lineno} in {s.name}'
+              for s in reversed(traceback.extract_stack(frame))]
+    print("\n".join(lines), file=sys.stderr, flush=True)
+    dump()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+signal.signal(signal.SIGTERM, on_term)
+if "SLURM_PROCID" in os.environ:
+    os.environ.setdefault("RANK", os.environ["SLURM_PROCID"])
+    os.environ.setdefault("WORLD_SIZE", os.environ["SLURM_NTASKS"])
+dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
+t = torch.ones(8)
+dist.all_reduce(t)                      # everyone is here: from now on, short timeouts
+dist.distributed_c10d._set_pg_timeout(datetime.timedelta(seconds=float(
+    os.environ.get("COLL_TIMEOUT", "3"))))
+try:
+    for step in range(3):
+        dist.all_reduce(t)
+    if ME and FAULT == "exit":
+        os._exit(3)
+    if ME and FAULT == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if ME and FAULT == "sigsegv":
+        ctypes.string_at(0)
+    if ME and FAULT == "sleep":
+        time.sleep(60)
+    if ME and FAULT == "skip":
+        pass
+    elif ME and FAULT == "other":
+        dist.broadcast(t, 0)
+    elif ME and FAULT == "size":
+        dist.all_reduce(torch.ones(16))
+    else:
+        dist.all_reduce(t)
+    dump()
+    dist.destroy_process_group()
+except Exception as exc:
+    print(f"[rank{RANK}]: {exc}", file=sys.stderr, flush=True)
+    dump()
+    raise

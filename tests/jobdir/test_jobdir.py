@@ -1,0 +1,173 @@
+"""The job-folder reader without running a job: restricted unpickling, dumps, torchrun/srun text."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from ncclcheck.diagnose import diagnose_files
+from ncclcheck.jobdir.fr import Intern, load_bytes, parse_dump
+from ncclcheck.jobdir.text import JobText, TextScanner
+
+NCCLCHECK = [sys.executable, "-m", "ncclcheck"]
+
+
+def entry(seq, op="all_reduce", size=8, state="scheduled", backend="gloo", **kw):
+    e = {"record_id": seq - 1, "pg_id": 0, "process_group": ("0", "default_pg"),
+         "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": seq,
+         "profiling_name": f"{backend}:{op}", "input_sizes": [[size]], "input_dtypes": ["Float"],
+         "output_sizes": [[size]], "output_dtypes": ["Float"], "state": state, "retired": True,
+         "timeout_ms": 3000, "time_created_ns": 1, "time_discovered_started_ns": None,
+         "time_discovered_completed_ns": None, "is_p2p": False,
+         "frames": [{"name": "<module>", "filename": "train.py", "line": 10 + seq}]}
+    e.update(kw)
+    return e
+
+
+def dump(entries, ranks="[0, 1, 2]"):
+    # gloo in torch 2.13 writes pg_config under an empty name
+    return {"version": "2.10", "comm_lib_version": "", "entries": entries,
+            "pg_config": {"": {"name": "", "desc": "", "ranks": ranks}},
+            "pg_status": {"0": {"last_enqueued_collective": len(entries),
+                                "last_started_collective": -1,
+                                "last_completed_collective": len(entries)}}}
+
+
+class Boom:
+    def __reduce__(self):
+        return (os.system, (f"touch {self.path}",))
+
+
+def test_a_pickle_naming_a_callable_is_refused_and_nothing_runs(tmp_path):
+    witness = tmp_path / "ran"
+    bomb = Boom()
+    bomb.path = witness
+    (tmp_path / "nccl_trace_rank_0").write_bytes(pickle.dumps(bomb))
+    out = subprocess.run([*NCCLCHECK, "diagnose", str(tmp_path)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "nccl_trace_rank_0" in out.stderr
+    assert "refused" in out.stderr and "posix.system" in out.stderr
+    assert not witness.exists()
+    assert pickle.loads(pickle.dumps(bomb)) == 0 and witness.exists()   # the test can fail
+
+
+def test_pickle_and_json_dumps_read_alike_and_gloo_empty_pg_name_is_tolerated(tmp_path):
+    d = dump([entry(1), entry(2)])
+    a = parse_dump(load_bytes(pickle.dumps(d)), "x/nccl_trace_rank_3", Intern(), Intern())
+    b = parse_dump(load_bytes(json.dumps(d).encode()), "x/fr_3.json", Intern(), Intern())
+    assert (a.rank, b.rank) == (3, 3)
+    assert a.pgs["0"].members == (0, 1, 2) and a.pgs["0"].last == b.pgs["0"].last == 2
+
+
+def write(tmp_path, per_rank):
+    for r, entries in per_rank.items():
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps(dump(entries)))
+
+
+def test_a_mismatch_in_dumps_names_the_odd_rank(tmp_path):
+    write(tmp_path, {0: [entry(1), entry(2)], 1: [entry(1), entry(2, "broadcast")],
+                     2: [entry(1), entry(2)]})
+    doc = diagnose_files([str(tmp_path)])
+    assert [(c["rank"], c["kind"]) for c in doc["culprits"]] == [(1, "mismatch")]
+    assert doc["first_desync"]["seq"] == 2 and doc["first_desync"]["op"] == "all_reduce"
+
+
+def test_a_rank_without_a_dump_and_no_exit_is_missing_and_agreeing_dumps_name_no_one(tmp_path):
+    write(tmp_path, {0: [entry(1)], 1: [entry(1)], 2: [entry(1)]})
+    assert diagnose_files([str(tmp_path)])["culprits"] == []
+    (tmp_path / "nccl_trace_rank_2").unlink()
+    doc = diagnose_files([str(tmp_path)])
+    assert [(c["rank"], c["kind"]) for c in doc["culprits"]] == [(2, "missing")]
+
+
+def nccl(seq, wait_ms, state="completed"):
+    return entry(seq, backend="nccl", state=state, time_discovered_started_ns=10**9,
+                 time_discovered_completed_ns=10**9 + int(wait_ms * 1e6))
+
+
+def test_nccl_everyone_entered_nothing_completed_is_the_network(tmp_path):
+    write(tmp_path, {r: [nccl(1, 5), nccl(2, 0, state="started")] for r in range(3)})
+    doc = diagnose_files([str(tmp_path)])
+    assert doc["culprits"] == [] and doc["job"]["class"] == "network"
+    assert "ncclcheck bench --pairwise --hostfile" in doc["job"]["pairwise"]
+
+
+def test_nccl_timings_name_the_straggler_the_others_waited_for(tmp_path):
+    write(tmp_path, {r: [nccl(s, 2 if r == 1 else 400) for s in range(1, 6)] for r in range(4)})
+    doc = diagnose_files([str(tmp_path)])
+    assert [(c["rank"], c["kind"]) for c in doc["culprits"]] == [(1, "straggler")]
+
+
+SUMMARY = """\
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+train.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2026-11-26_15:21:59
+  host      : node0
+  rank      : 0 (local_rank: 0)
+  exitcode  : -15 (pid: 12919)  (SIGTERM)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12919
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_15:21:59
+  host      : node1
+  rank      : 3 (local_rank: 1)
+  exitcode  : -9 (pid: 12920)
+  error_file: <N/A>
+  traceback : Signal 9 (SIGKILL) received by PID 12920
+============================================================
+srun: error: node1: task 1: Exited with exit code 1
+srun: error: node2: tasks 4-5: Killed
+"""
+
+
+def test_torchrun_summary_and_srun_lines_map_ranks_to_hosts():
+    job = JobText()
+    s = TextScanner(job, "job.log")
+    for i, line in enumerate(SUMMARY.splitlines(), 1):
+        s.feed(line, i)
+    s.close()
+    r3 = job.ranks[3]
+    assert (r3.host, r3.local_rank, r3.exitcode, r3.pid, r3.signal, r3.root_cause) == \
+        ("node1", 1, -9, 12920, "SIGKILL", True)
+    assert (job.ranks[0].host, job.ranks[0].exitcode, job.ranks[0].root_cause) == \
+        ("node0", -15, False)
+    assert job.srun_tasks[1][:3] == ("node1", "Exited with exit code 1", 1)
+    assert job.srun_tasks[5][0] == "node2" and job.srun_tasks[5][3] == "SIGKILL"
+
+
+def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
+    write(tmp_path, {0: [entry(1), entry(2)], 1: [entry(1)], 2: [entry(1), entry(2)]})
+    doc_path = tmp_path / "diag.json"
+    out = subprocess.run([*NCCLCHECK, "diagnose", str(tmp_path), "-o", str(doc_path)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode in (0, 1), out.stderr
+    md = subprocess.run([*NCCLCHECK, "report", str(doc_path), "--format", "md"],
+                        capture_output=True, text=True, timeout=60).stdout
+    bars = [ln for ln in md.splitlines() if ln.startswith("rank ")]
+    assert len(bars) == 3 and bars[1].endswith("<- missing") and "<-" not in bars[0] + bars[2]
+
+
+def test_recommend_ends_with_a_droppable_explainable_hang_section(tmp_path):
+    out = subprocess.run([*NCCLCHECK, "recommend"], capture_output=True, text=True, timeout=120)
+    assert out.returncode in (0, 3), out.stderr
+    text = out.stdout
+    start = text.index("# --- make the next hang explainable")
+    section = text[start:text.index("# --- end of the explainable-hang section ---")]
+    for var in ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=", "NCCL_DEBUG_FILE=/shared/nccl/%h.%p.log",
+                "NCCL_RAS_ENABLE=1"):
+        assert f"# {var}" in section, var
+    assert "2.24" in section and "2.2.12" in section
+    # dropped, the file sets the same: every line of the section is a comment
+    assert all(ln.startswith("#") for ln in section.splitlines())

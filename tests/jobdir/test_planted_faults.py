@@ -1,0 +1,106 @@
+"""Real gloo jobs under torchrun, one planted fault each, diagnosed from what they leave behind.
+
+Each job is 3 ranks of tests/jobdir/fault_job.py (4 s collective timeout) in its own folder:
+Flight Recorder dumps written by the job's handlers, and torchrun's output. The jobs run side by
+side once per module; every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
+
+JOB = Path(__file__).with_name("fault_job.py")
+TORCHRUN = str(Path(sys.executable).parent / "torchrun")
+NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
+FAULTS = ("none", "skip", "sleep", "exit", "sigkill", "sigsegv", "other", "size")
+TARGET = 1
+
+
+def run_job(folder: Path, fault: str) -> Path:
+    folder.mkdir()
+    env = {**os.environ, "FAULT": fault, "FAULT_RANK": str(TARGET), "COLL_TIMEOUT": "4",
+           "TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_"), "OMP_NUM_THREADS": "1"}
+    with open(folder / "job.log", "wb") as log:
+        subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", str(JOB)], env=env,
+                       stdout=log, stderr=subprocess.STDOUT, timeout=240, check=False)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def jobs(tmp_path_factory):
+    base = tmp_path_factory.mktemp("jobs")
+    with ThreadPoolExecutor(4) as pool:
+        done = dict(zip(FAULTS, pool.map(lambda f: run_job(base / f, f), FAULTS)))
+    return done
+
+
+def diagnose(folder: Path) -> dict:
+    out = subprocess.run([NCCLCHECK, "diagnose", str(folder), "--json"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode in (0, 1), out.stderr
+    return json.loads(out.stdout)
+
+
+def named(doc: dict) -> list[tuple[int, str]]:
+    return [(c["rank"], c["kind"]) for c in doc["culprits"]]
+
+
+def test_a_finished_job_names_no_one(jobs):
+    doc = diagnose(jobs["none"])
+    assert doc["culprits"] == [] and doc["first_desync"] is None
+    assert doc["job"]["class"] == "none"
+    assert doc["summary"]["verdict"].startswith("no rank at fault")
+
+
+@pytest.mark.parametrize("fault, kind", [("skip", "missing"), ("sleep", "stuck"),
+                                         ("exit", "dead"), ("sigkill", "dead"),
+                                         ("sigsegv", "dead"), ("other", "mismatch"),
+                                         ("size", "mismatch")])
+def test_the_planted_rank_is_named_with_its_kind(jobs, fault, kind):
+    doc = diagnose(jobs[fault])
+    assert named(doc) == [(TARGET, kind)], json.dumps(doc["culprits"], indent=1)
+    c = doc["culprits"][0]
+    assert c["evidence"]
+    if fault != "skip":                 # a rank that skipped and exited 0: torchrun lists it not
+        assert c["host"] and c["local_rank"] == TARGET and c["pid"]
+    assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
+    assert doc["summary"]["verdict"].startswith("all_reduce #5")
+
+
+def test_dead_ranks_show_their_exit_and_last_lines(jobs):
+    codes = {f: diagnose(jobs[f])["culprits"][0]["exit"]["exitcode"]
+             for f in ("exit", "sigkill", "sigsegv")}
+    assert codes == {"exit": 3, "sigkill": -9, "sigsegv": -11}
+    assert "SIGSEGV" in diagnose(jobs["sigsegv"])["job"]["next_step"]
+
+
+def test_a_mismatch_shows_both_stacks_and_where_torchrun_disagrees(jobs):
+    doc = diagnose(jobs["other"])
+    stacks = doc["job"]["stacks"]
+    assert any("fault_job.py" in f for f in stacks[f"rank {TARGET}"])
+    assert stacks[f"rank {TARGET}"] != stacks["the others"]
+    root = [ln for ln in doc["job"]["disagreements"] if "Root Cause" in ln]
+    assert root and f"rank {TARGET} " not in root[0].split(":")[0]
+
+
+def test_a_stuck_rank_shows_where_it_waited(jobs):
+    doc = diagnose(jobs["sleep"])
+    assert any("time.sleep" in ln or "fault_job.py:5" in ln or "fault_job.py:6" in ln
+               for ln in doc["job"]["stacks"][f"rank {TARGET}"]), doc["job"]["stacks"]
+
+
+def test_text_output_leads_with_the_verdict(jobs):
+    out = subprocess.run([NCCLCHECK, "diagnose", str(jobs["other"])], capture_output=True,
+                         text=True, timeout=60, env={**os.environ, "COLUMNS": "300"})
+    first = next(ln for ln in out.stdout.splitlines() if ln.strip(" ─╭╮│"))
+    assert "rank 1" in first and "mismatch" in first, out.stdout[:800]
