@@ -49,6 +49,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("errors", {"errors"}),
     ("files", {"infile", "outfile", "validate", "verify", "charts", "heatmap", "remote_quoting"}),
     ("documents", {"schema", "hostfile", "recommend_ties"}),
+    ("kubernetes", {"k8s"}),
     ("processes", {"remote_process"}),
     ("machine below", {"native", "remote", "slurm", "watchdog"}),
     ("rooted reader", {"host"}),
