@@ -62,7 +62,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("drawing", {"render"}),
     ("report", {"report"}),
     ("commands", {"diagnose", "record", "rank", "benchcmd", "clibase", "cliopts"}),
-    ("command-line parts", {"clitune", "clibench", "cliprobe"}),
+    ("command-line parts", {"clitune", "clibench", "cliprobe", "clik8s"}),
     ("command line", {"cli"}),
     ("entry point", {"__main__"}),
 ]

@@ -29,7 +29,9 @@ Each rule names the controller line that sets the variable (tags as in
   ``api/jobset/v1alpha2/jobset_types.go`` l.380); the coordinator annotation
   ``jobset.sigs.k8s.io/coordinator`` (l.35, value from ``jobset_controller.go`` l.1374). JobSet
   sets no node count: the manifest passes ``NNODES`` (``ncclcheck k8s render`` does, with
-  ``MASTER_ADDR`` from the coordinator annotation and ``MASTER_PORT``).
+  ``MASTER_ADDR`` from the coordinator annotation and ``MASTER_PORT``, and ``JOBSET_JOB_INDEX``
+  from the ``jobset.sigs.k8s.io/job-index`` label, ``jobset_controller.go`` l.1029: a
+  host-network pod's hostname is its node's).
 
 Precedence, first match wins: MPIJob, PyTorchJob, TrainJob, LWS, JobSet. (Process launchers --
 torchrun, DeepSpeed, mpirun, srun -- come before all of them, in
@@ -122,16 +124,20 @@ def pod_job(environ: dict[str, str], hostname: str = "") -> dict[str, Any] | Non
                     master_port=_int(environ, "MASTER_PORT", "lws"))
     first, _, domain = (hostname or environ.get("HOSTNAME", "")).partition(".")
     match = JOBSET_HOST.match(first)
-    if environ.get("JOB_COMPLETION_INDEX", "") != "" and match:
+    labelled = environ.get("JOBSET_JOB_INDEX", "") != ""  # host network: hostname is the node's
+    if environ.get("JOB_COMPLETION_INDEX", "") != "" and (match or labelled):
         index = _int(environ, "JOB_COMPLETION_INDEX", "jobset")
-        job_index, pod_index = int(match["job"]), int(match["pod"])
-        if pod_index != index:
-            return None  # not a JobSet pod name: an Indexed Job with its own hostname
+        if labelled:
+            job_index, pod_index = _int(environ, "JOBSET_JOB_INDEX", "jobset"), index
+        else:
+            job_index, pod_index = int(match["job"]), int(match["pod"])
+            if pod_index != index:
+                return None  # not a JobSet pod name: an Indexed Job with its own hostname
         if job_index and pod_index:
             raise BadInput(f"inside a JobSet pod ({first}): several Jobs of several pods each; "
                            "render one Job of N pods (ncclcheck k8s render --api jobset) or "
                            "one pod per Job")
-        leader = f"{match['stem']}-0-0" + (f".{domain}" if domain else "")
+        leader = (f"{match['stem']}-0-0" + (f".{domain}" if domain else "")) if match else None
         return _job("jobset", node_rank=job_index or pod_index,
                     nnodes=_int(environ, "NNODES", "jobset"),
                     master_addr=environ.get("MASTER_ADDR") or leader,

@@ -1,0 +1,135 @@
+"""``ncclcheck k8s render``: every manifest (5 APIs x 3 commands x {defaults, host network with
+RDMA and annotations}) validates against the pinned CRDs' openAPIV3Schema and matches its golden
+file. The CRD schemas (tests/fixtures/k8s/crds, written by scripts/k8s-crd-schemas.py from the
+projects' repositories at the tags in SOURCES.json) are made strict: an object with
+``properties`` takes no other key unless the CRD says so (``additionalProperties``,
+``x-kubernetes-preserve-unknown-fields``), as ``kubectl apply --validate=strict`` would."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import fastjsonschema
+import pytest
+
+from ncclcheck.k8s.apis import render
+from ncclcheck.k8s.render import RenderOptions, to_text
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "k8s"
+CRDS = FIX / "crds"
+GOLDEN = FIX / "golden"
+SOURCES = json.loads((CRDS / "SOURCES.json").read_text())
+APIS = ("mpijob", "jobset", "trainjob", "pytorchjob", "lws")
+COMMANDS = ("probe", "bench", "pairwise")
+IMAGE = "ghcr.io/example/ncclcheck:0.1"
+VARIANTS = {
+    "defaults": [],
+    "hostnet-rdma": ["--host-network", "--rdma-resource", "rdma/ib", "--rdma-count", "4",
+                     "--annotation", "k8s.v1.cni.cncf.io/networks=rdma-net-1,rdma-net-2",
+                     "--queue", "gpu-queue", "--topology-level",
+                     "cloud.google.com/gce-topology-block", "--label-nodes"],
+}
+
+
+def strict(node):
+    """The schema with ``additionalProperties: false`` wherever the CRD lists properties and
+    keeps nothing else; ``format`` dropped (int32 and friends are not JSON Schema formats)."""
+    if isinstance(node, list):
+        return [strict(n) for n in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: strict(v) for k, v in node.items() if k != "format"}
+    if ("properties" in node and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def validator(kind: str):
+    api = next(a for a, s in SOURCES.items() if s["kind"] == kind)
+    schema = strict(json.loads((CRDS / f"{api}.json").read_text()))
+    return fastjsonschema.compile(schema)
+
+
+def check_object(obj: dict) -> None:
+    source = next((s for s in SOURCES.values() if s["kind"] == obj["kind"]), None)
+    if source is None:  # core objects: ServiceAccount, ClusterRole, ClusterRoleBinding
+        assert obj["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding"), obj["kind"]
+        return
+    assert obj["apiVersion"] == f"{source['group']}/{source['version']}"
+    validator(obj["kind"])(obj)
+
+
+def cli_render(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ncclcheck", "k8s", "render", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("api", APIS)
+def test_rendered_manifest_validates_and_matches_golden(api, command, variant, update_golden):
+    from ncclcheck.cli import cli
+    from click.testing import CliRunner
+
+    argv = ["k8s", "render", command, "--api", api, "--image", IMAGE, *VARIANTS[variant]]
+    result = CliRunner().invoke(cli, argv + ["--format", "json"])
+    assert result.exit_code == 0, result.output
+    objects = json.loads(result.output)["items"]
+    for obj in objects:
+        check_object(obj)
+    text = CliRunner().invoke(cli, argv).output
+    golden = GOLDEN / f"{api}-{command}-{variant}.yaml"
+    if update_golden or not golden.exists():
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(text)
+    assert text == golden.read_text()
+    try:
+        import yaml  # not a dependency: only where the developer has it
+    except ImportError:
+        return
+    assert list(yaml.safe_load_all(text)) == objects
+
+
+def test_host_network_always_brings_cluster_first_with_host_net():
+    for api in APIS:
+        text = to_text(render(RenderOptions("bench", api, IMAGE, host_network=True)), "json")
+        pods = text.count('"hostNetwork": true')
+        assert pods and pods == text.count('"dnsPolicy": "ClusterFirstWithHostNet"'), api
+
+
+def test_mpijob_launcher_runs_mpirun_one_rank_per_node_without_a_gpu():
+    (job,) = render(RenderOptions("bench", "mpijob", IMAGE, nodes=4))
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    assert launcher["command"][:8] == ["mpirun", "--allow-run-as-root", "-np", "4", "--map-by",
+                                       "ppr:1:node", "--bind-to", "none"]
+    assert "resources" not in launcher
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]
+    assert worker["replicas"] == 4
+    assert worker["template"]["spec"]["containers"][0]["resources"]["limits"] == {
+        "nvidia.com/gpu": 8}
+
+
+def test_a_broken_manifest_fails_the_schema():
+    """The strict schemas do catch a misspelt field (a test that cannot fail is a defect)."""
+    (job,) = render(RenderOptions("bench", "jobset", IMAGE))
+    job["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["hostNetwrok"] = 1
+    with pytest.raises(fastjsonschema.JsonSchemaException):
+        check_object(job)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--api", "slurm"], "--api 'slurm'"),
+    (["--api", "lws", "--annotation", "bad key=1"], "annotation key 'bad key'"),
+    (["--api", "lws", "--rdma-resource", "rdma ib"], "--rdma-resource"),
+    (["--api", "lws", "--nodes", "0"], "--nodes 0"),
+])
+def test_bad_options_are_one_line_exit_2(args, message):
+    out = cli_render("bench", "--image", IMAGE, *args)
+    assert out.returncode == 2, out.stderr
+    assert message in out.stderr and "Traceback" not in out.stderr
