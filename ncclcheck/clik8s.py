@@ -87,3 +87,40 @@ def render(obj: Ctx, command: str, api: str, image: str, nodes: int, gpus_per_no
         emit(text, output)
     else:
         click.echo(text, nl=False)
+
+
+@k8s.command()
+@click.argument("document", metavar="DOC")
+@click.option("--taint", is_flag=True,
+              help="Also taint nodes that are not ok (NoSchedule); ok nodes lose our taint.")
+@click.option("--prefix", default="ncclcheck.io", show_default=True, metavar="PREFIX",
+              help="Label key prefix.")
+@click.option("--dry-run", is_flag=True, help="Print the PATCH bodies; send nothing.")
+@click.option("--api-server", metavar="URL", help="API server (default: in-cluster config).")
+@click.option("--token-file", metavar="FILE", help="Bearer token file.")
+@click.option("--ca-file", metavar="FILE", help="CA bundle for the API server.")
+@click.option("--timeout", type=click.FloatRange(min=1), default=10, show_default=True,
+              metavar="S", help="Seconds per request.")
+@click.pass_obj
+def label(obj: Ctx, document: str, taint: bool, prefix: str, dry_run: bool,
+          api_server: str | None, token_file: str | None, ca_file: str | None,
+          timeout: float) -> None:
+    """Label (and with --taint, taint) nodes from a bench, pairwise or cluster document.
+
+    \b
+      ncclcheck k8s label pairwise.json --dry-run
+      ncclcheck k8s label pairwise.json --taint          # in a pod: in-cluster config
+      ncclcheck k8s label cluster.json --api-server https://10.0.0.1:6443 \\
+          --token-file token --ca-file ca.crt
+    """
+    import os
+
+    from ncclcheck.k8s.label import apply, plan
+    from ncclcheck.k8s.rest import Client
+    from ncclcheck.schema import load
+
+    doc = load(document, ("ncclcheck/bench", "ncclcheck/pairwise", "ncclcheck/cluster"))
+    kind, nodes = plan(doc, prefix)
+    client = None if dry_run else Client.configure(dict(os.environ), api_server, token_file,
+                                                  ca_file, timeout)
+    apply(client, kind, nodes, prefix, taint, dry_run, lambda line: click.echo(line))
