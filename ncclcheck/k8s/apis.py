@@ -44,7 +44,7 @@ def mpijob(o: RenderOptions) -> list[dict[str, Any]]:
     if o.command == "bench":
         run = ["mpirun", "--allow-run-as-root", "-np", str(o.nodes), "--map-by", "ppr:1:node",
                "--bind-to", "none", "-x", f"MASTER_ADDR={worker0}", "-x",
-               f"MASTER_PORT={o.port}", "-x", "NCCL_DEBUG", *ncclcheck_argv(o)]
+               f"MASTER_PORT={o.port}", *ncclcheck_argv(o)]
     else:
         run = ncclcheck_argv(o)
         run[2:2] = ["--hostfile", MPI_HOSTFILE, "--nodes", str(o.nodes)]
