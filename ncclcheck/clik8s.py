@@ -105,7 +105,7 @@ def render(obj: Ctx, command: str, api: str, image: str, nodes: int, gpus_per_no
 def label(obj: Ctx, document: str, taint: bool, prefix: str, dry_run: bool,
           api_server: str | None, token_file: str | None, ca_file: str | None,
           timeout: float) -> None:
-    """Label (and with --taint, taint) nodes from a bench, pairwise or cluster document.
+    """Label (and with --taint, taint) nodes from a bench, pairwise, cluster or facts document.
 
     \b
       ncclcheck k8s label pairwise.json --dry-run
@@ -119,7 +119,8 @@ def label(obj: Ctx, document: str, taint: bool, prefix: str, dry_run: bool,
     from ncclcheck.k8s.rest import Client
     from ncclcheck.schema import load
 
-    doc = load(document, ("ncclcheck/bench", "ncclcheck/pairwise", "ncclcheck/cluster"))
+    doc = load(document, ("ncclcheck/bench", "ncclcheck/pairwise", "ncclcheck/cluster",
+                          "ncclcheck/facts"))
     kind, nodes = plan(doc, prefix)
     client = None if dry_run else Client.configure(dict(os.environ), api_server, token_file,
                                                   ca_file, timeout)

@@ -6,8 +6,8 @@ Labels (prefix ``ncclcheck.io`` unless ``--prefix``):
 * pairwise: ``<prefix>/pairwise`` = ``ok``, ``slow``, ``failed`` or ``unjudged`` per node;
 * bench: ``<prefix>/bench`` = ``pass`` (or ``fail`` when a result was wrong) and
   ``<prefix>/bench-busbw-gbps`` = the peak bus bandwidth, on every node of the run;
-* cluster (``probe --hostfile``): ``<prefix>/probe`` = ``ok``, ``warning``, ``error`` (the worst
-  finding) or ``failed``.
+* cluster (``probe --hostfile``) or one node's facts (``probe`` in a pod): ``<prefix>/probe`` =
+  ``ok``, ``warning``, ``error`` (the worst finding) or ``failed``.
 
 A node is named as Kubernetes knows it where the document says (a probe in a pod records
 ``NODE_NAME``), else by its host name (a host-network pod's is the node's). Every key and value
@@ -49,9 +49,9 @@ def node_verdicts(doc: Any) -> tuple[str, dict[str, dict[str, str]]]:
         verdict = "pass" if not doc.get("wrong_total") else "fail"
         values = {"bench": verdict, "bench-busbw-gbps": _gbps(doc.get("peak_busbw_gbps"))}
         return "bench", {host: dict(values) for host in doc.get("nodes", [])}
-    if schema == "ncclcheck/cluster":
+    if schema in ("ncclcheck/cluster", "ncclcheck/facts"):
         out = {}
-        for facts in doc.get("nodes", []):
+        for facts in doc.get("nodes", []) if schema == "ncclcheck/cluster" else [doc]:
             worst = max((SEVERITY.get(f.get("severity"), 0) for f in facts.get("findings", [])),
                         default=0)
             launcher = (((facts.get("sections") or {}).get("host") or {}).get("data")
@@ -61,7 +61,7 @@ def node_verdicts(doc: Any) -> tuple[str, dict[str, dict[str, str]]]:
         for failed in doc.get("failed", []):
             out[failed["host"]] = {"probe": "failed"}
         return "probe", out
-    raise BadInput(f"not a bench, pairwise or cluster document (schema {schema!r})")
+    raise BadInput(f"not a bench, pairwise, cluster or facts document (schema {schema!r})")
 
 
 def plan(doc: Any, prefix: str = "ncclcheck.io") -> tuple[str, dict[str, dict[str, str]]]:

@@ -92,6 +92,12 @@ def check(o: RenderOptions) -> None:
 
     for key in list(o.annotations) + ([o.topology_level] if o.topology_level else []):
         check_key(key, "annotation key" if key in o.annotations else "--topology-level")
+    if o.label_nodes and o.command != "probe" and not o.host_network:
+        raise BadInput("--label-nodes with bench or pairwise needs --host-network: the results "
+                       "name pods by hostname, which is the node's name only on the host network")
+    if o.label_nodes and o.api == "mpijob" and o.command == "pairwise":
+        raise BadInput("--label-nodes: the MPIJob hunt names nodes by the operator's hostfile "
+                       "(pod DNS names), not node names; label from probe or bench instead")
     if o.queue is not None and not _NAME.match(o.queue):
         raise BadInput(f"--queue {o.queue!r} is not a valid LocalQueue name")
 

@@ -3,9 +3,7 @@ variables as ncclcheck/k8s/podenv.py cites them), and the traps it closes."""
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -137,33 +135,4 @@ def test_rank_reads_an_mpijob_intel_hostfile(tmp_path):
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 2 and "ambiguous" in out.stderr
 
-
-# -- the trap, for real: two PyTorchJob pods with nprocPerNode 8, no torchrun ------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.mark.torch
-@pytest.mark.slow
-def test_two_pytorchjob_pods_with_nproc_per_node_8_bench_and_never_hang(tmp_path):
-    pytest.importorskip("torch")
-    port = free_port()
-    procs = []
-    for node in range(2):
-        env = {**os.environ, **pytorchjob_env(node, port=port)}
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-n", "2",
-             "-w", "1", "--timeout", "30", "--json"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
-    outs = []
-    for proc in procs:
-        try:
-            outs.append(proc.communicate(timeout=120))
-        finally:
-            proc.kill()
-    assert [p.returncode for p in procs] == [0, 0], [o[1][-1500:] for o in outs]
-    doc = json.loads(outs[0][0])
-    assert (doc["world_size"], doc["launch"]["mode"]) == (2, "pytorchjob")
-    assert outs[1][0].strip() == ""
+# The trap for real (two PyTorchJob pods, nprocPerNode 8, no torchrun): tests/k8s/test_pods.py.

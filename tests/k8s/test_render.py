@@ -93,7 +93,8 @@ def all_manifests() -> list[dict]:
         for command in COMMANDS:
             out += render(RenderOptions(command, api, IMAGE))
             out += render(RenderOptions(command, api, IMAGE, host_network=True,
-                                        rdma_resource="rdma/ib", label_nodes=True, queue="q",
+                                        rdma_resource="rdma/ib", queue="q",
+                                        label_nodes=(api, command) != ("mpijob", "pairwise"),
                                         topology_level="x/y", annotations={"a/b": "c"}))
     return out
 
@@ -133,6 +134,8 @@ def test_rendered_manifest_validates_and_matches_golden(api, command, variant, u
     from click.testing import CliRunner
 
     argv = ["k8s", "render", command, "--api", api, "--image", IMAGE, *VARIANTS[variant]]
+    if (api, command) == ("mpijob", "pairwise") and "--label-nodes" in argv:  # refused
+        argv.remove("--label-nodes")
     result = CliRunner().invoke(cli, argv + ["--format", "json"])
     assert result.exit_code == 0, result.output
     objects = json.loads(result.output)["items"]
@@ -183,8 +186,14 @@ def test_a_broken_manifest_fails_the_schema():
     (["--api", "lws", "--annotation", "bad key=1"], "annotation key 'bad key'"),
     (["--api", "lws", "--rdma-resource", "rdma ib"], "--rdma-resource"),
     (["--api", "lws", "--nodes", "0"], "--nodes 0"),
+    (["--api", "lws", "--label-nodes"], "needs --host-network"),
+    (["--api", "mpijob", "--label-nodes", "--host-network"], None),
 ])
 def test_bad_options_are_one_line_exit_2(args, message):
+    if message is None:  # the MPIJob hunt with --label-nodes
+        out = cli_render("pairwise", "--image", IMAGE, *args)
+        assert out.returncode == 2 and "pod DNS names" in out.stderr
+        return
     out = cli_render("bench", "--image", IMAGE, *args)
     assert out.returncode == 2, out.stderr
     assert message in out.stderr and "Traceback" not in out.stderr
