@@ -221,3 +221,32 @@ def test_intel_mpi_host_colon_8_hostfile_in_an_mpijob_probes_and_never_hangs(ssh
     env.pop("I_MPI_HYDRA_HOST_FILE")
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2 and "ambiguous" in out.stderr
+
+
+@pytest.mark.skipif(not os.environ.get("NCCLCHECK_K8S_HUNT4"),
+                    reason="2.5 min on a loaded 2-core machine: NCCLCHECK_K8S_HUNT4=1 runs it")
+def test_four_node_hunt_in_jobset_pods_matches_the_hunt_over_ssh(make_cluster):
+    """The hunt in 4 JobSet pods gives the same verdicts, all ok, as the hunt over ssh."""
+    c = make_cluster(4)
+    args = ["--timeout", "60"]
+    ssh = subprocess.run([BIN, "bench", "--pairwise", "--hostfile", c.hostfile, "--ssh-config",
+                          c.ssh_config, *args, "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert ssh.returncode == 0, ssh.stderr[-1500:]
+    port = free_port()
+    objs = render(RenderOptions("pairwise", "jobset", IMAGE, nodes=4, gpus_per_node=1,
+                                port=port, args=args))
+    container = objs[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"][0]
+    env = literal_env(container)
+    results = run_pods(c, [(argv_of(container),
+                            {**env, "POD_NAME": f"p-{n}", "NODE_NAME": c.nodes[n].name,
+                             "JOB_COMPLETION_INDEX": str(n), "JOBSET_JOB_INDEX": "0",
+                             "MASTER_ADDR": c.addrs[0]}) for n in range(4)], timeout=300)
+    assert [r[0] for r in results] == [0] * 4, [r[2][-800:] for r in results]
+    pods, over_ssh = json.loads(results[0][1]), json.loads(ssh.stdout)
+    # over ssh nodes are named by the hostfile (addresses), in pods by their hostnames
+    assert [n["host"] for n in pods["nodes"]] == [x.name for x in c.nodes]
+    assert [n["host"] for n in over_ssh["nodes"]] == c.addrs
+    assert [n["status"] for n in pods["nodes"]] == [n["status"] for n in over_ssh["nodes"]]
+    assert pods["slow_nodes"] == over_ssh["slow_nodes"] == [] and pods["failed"] == []
