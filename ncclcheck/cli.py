@@ -24,6 +24,7 @@ from ncclcheck.clibase import (  # noqa: F401  (re-exported: callers import them
 from ncclcheck.clibench import bench
 from ncclcheck.cliopts import (EvalCommand, FullHelpGroup, GreedyOption, show_usage_error,
                                stdout_dash)
+from ncclcheck.clik8s import k8s
 from ncclcheck.cliprobe import probe
 from ncclcheck.errors import NcclcheckError
 from ncclcheck.exitcodes import ExitCode
@@ -52,6 +53,7 @@ def cli(ctx: click.Context, local_rank: str | None) -> None:
 # probe (probe.py, cluster.py; options in cliprobe.py) and bench (bench/; options in clibench.py)
 cli.add_command(probe)
 cli.add_command(bench)
+cli.add_command(k8s)  # k8s render / k8s label (ncclcheck/k8s/; options in clik8s.py)
 
 
 @cli.command()

@@ -8,7 +8,11 @@ Every format is one host per line; ``#`` starts a comment; blank lines are skipp
 
 ``host:N`` with a small ``N`` is refused: MPICH reads ``N`` as process slots and pssh as an ssh
 port, so guessing would send traffic to the wrong place. Write ``host slots=N`` instead (or put a
-low port in ``~/.ssh/config``).
+low port in ``~/.ssh/config``). Inside an MPI job the launcher settles it: the hostfile that
+Intel MPI or MPICH reads (named by ``I_MPI_HYDRA_HOST_FILE`` or ``HYDRA_HOST_FILE``, which the
+Kubernetes MPI operator sets and fills with ``host:N`` lines, kubeflow/mpi-operator v0.8.0
+``pkg/controller/mpi_job_controller.go`` l.198-209, 1324-1325), or any hostfile in a pod of an
+MPIJob (``K_MPI_JOB_ROLE``, l.169-180), reads ``host:N`` as N slots (:func:`colon_means_slots`).
 
 Host names are validated before they reach an ``ssh`` argv: RFC 1123 names (letters, digits,
 ``-``, plus ``_`` that ssh_config aliases use), dotted IPv4, or IPv6 (bracketed when a port
@@ -124,7 +128,26 @@ def validate_host(host: str) -> str:
     return host
 
 
-def parse_host_spec(spec: str) -> Target:
+def colon_means_slots(path: str | Path, environ: dict[str, str]) -> bool:
+    """Whether ``host:N`` in the hostfile at ``path`` means N slots: the file is the one the
+    MPI launcher of this job reads (``I_MPI_HYDRA_HOST_FILE``, ``HYDRA_HOST_FILE``), or this
+    is a pod of a Kubernetes MPIJob (``K_MPI_JOB_ROLE``).
+
+    >>> colon_means_slots("/etc/mpi/hostfile", {"K_MPI_JOB_ROLE": "launcher"})
+    True
+    >>> colon_means_slots("hosts", {"I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"})
+    False
+    """
+    if environ.get("K_MPI_JOB_ROLE") in ("launcher", "worker"):
+        return True
+    named = {environ.get(v) for v in ("I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE")} - {None, ""}
+    try:
+        return any(Path(n).resolve() == Path(path).resolve() for n in named)
+    except (OSError, RuntimeError):
+        return False
+
+
+def parse_host_spec(spec: str, colon_slots: bool = False) -> Target:
     """Parse one pssh-style host spec ``[user@]host[:port]`` (``[v6addr]:port`` for IPv6).
 
     >>> parse_host_spec("root@10.0.0.1:2222")
@@ -135,6 +158,8 @@ def parse_host_spec(spec: str) -> Target:
     Traceback (most recent call last):
     ...
     ValueError: 'node1:8' is ambiguous: MPICH reads 8 as slots, pssh as an ssh port; write 'node1 slots=8' for slots, or set a port below 1024 in ~/.ssh/config
+    >>> parse_host_spec("w-0.j.default.svc:8", colon_slots=True)
+    Target(host='w-0.j.default.svc', user=None, port=None, slots=8, line=None)
     """
     user = None
     rest = spec
@@ -156,6 +181,13 @@ def parse_host_spec(spec: str) -> Target:
             raise ValueError(f"{spec!r}: brackets are only for IPv6 addresses")
     elif rest.count(":") == 1:
         host, _, port_text = rest.partition(":")
+        if colon_slots and user is None:  # an MPI job's hostfile: host:N is N slots
+            validate_host(host)
+            slots = port_text.isdigit() and len(port_text) <= 6 and int(port_text)
+            if not slots or not 1 <= slots <= MAX_SLOTS:
+                raise ValueError(f"{spec!r}: slots {port_text[:20]!r} is not a whole number "
+                                 f"from 1 to {MAX_SLOTS}")
+            return Target(host=host, slots=slots)
     else:
         host = rest  # a bare IPv6 address, or a name without a port
     validate_host(host)
@@ -180,7 +212,7 @@ def _parse_count(field: str, name: str) -> int:
     return int(value)
 
 
-def parse_hostfile_line(text: str) -> Target | None:
+def parse_hostfile_line(text: str, colon_slots: bool = False) -> Target | None:
     """Parse one hostfile line; None for blank and comment lines; ``ValueError`` saying why.
 
     >>> parse_hostfile_line("worker-1 slots=8 max_slots=8  # first rack")
@@ -195,8 +227,8 @@ def parse_hostfile_line(text: str) -> Target | None:
     fields = text.split("#", 1)[0].split()
     if not fields:
         return None
-    target = parse_host_spec(fields[0])
-    slots = None
+    target = parse_host_spec(fields[0], colon_slots)
+    slots = target.slots
     for field in fields[1:]:
         key = field.split("=", 1)[0]
         if "=" in field and key == "slots":
@@ -208,7 +240,8 @@ def parse_hostfile_line(text: str) -> Target | None:
     return Target(target.host, target.user, target.port, slots)
 
 
-def parse_hostfile(text: str, source: str = "hostfile") -> list[Target]:
+def parse_hostfile(text: str, source: str = "hostfile",
+                   colon_slots: bool = False) -> list[Target]:
     """Parse a whole hostfile; raise :class:`BadInput` naming ``source:line`` and why.
 
     Recorded sample (DeepSpeed's docs, ``/job/hostfile``)::
@@ -228,7 +261,7 @@ def parse_hostfile(text: str, source: str = "hostfile") -> list[Target]:
     seen: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), start=1):
         try:
-            target = parse_hostfile_line(line)
+            target = parse_hostfile_line(line, colon_slots)
         except ValueError as exc:
             raise BadInput(f"{source}:{number}: {exc}") from None
         if target is None:
@@ -271,9 +304,15 @@ def take_nodes(targets: list[Target], nodes: int | None, source: str = "hostfile
     return list(targets[:nodes])
 
 
-def load_hostfile(path: str | Path, nodes: int | None = None) -> list[Target]:
-    """Read, parse and cut a hostfile to ``nodes`` entries; every failure is one BadInput line."""
+def load_hostfile(path: str | Path, nodes: int | None = None,
+                  environ: dict[str, str] | None = None) -> list[Target]:
+    """Read, parse and cut a hostfile to ``nodes`` entries; every failure is one BadInput line.
+    ``host:N`` means N slots in an MPI job's hostfile (:func:`colon_means_slots` over
+    ``environ``, the process environment by default)."""
+    import os
+
     from ncclcheck.infile import read_text
 
     text = read_text(path, "hostfile", "read hostfile")
-    return take_nodes(parse_hostfile(text, str(path)), nodes, str(path))
+    colon = colon_means_slots(path, dict(os.environ) if environ is None else environ)
+    return take_nodes(parse_hostfile(text, str(path), colon), nodes, str(path))

@@ -49,6 +49,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("errors", {"errors"}),
     ("files", {"infile", "outfile", "validate", "verify", "charts", "heatmap", "remote_quoting"}),
     ("documents", {"schema", "hostfile", "recommend_ties"}),
+    ("kubernetes", {"k8s"}),
     ("processes", {"remote_process"}),
     ("machine below", {"native", "remote", "slurm", "watchdog"}),
     ("rooted reader", {"host"}),
@@ -61,7 +62,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("drawing", {"render"}),
     ("report", {"report"}),
     ("commands", {"diagnose", "record", "rank", "benchcmd", "clibase", "cliopts"}),
-    ("command-line parts", {"clitune", "clibench", "cliprobe"}),
+    ("command-line parts", {"clitune", "clibench", "cliprobe", "clik8s"}),
     ("command line", {"cli"}),
     ("entry point", {"__main__"}),
 ]

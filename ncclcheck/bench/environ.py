@@ -9,7 +9,16 @@ rank it was given and spawns nothing. The variables each launcher sets:
 * Slurm ``srun``: ``SLURM_PROCID``, ``SLURM_NTASKS``, ``SLURM_LOCALID``, ``SLURM_STEP_ID``,
   ``SLURM_STEP_NODELIST``;
 * Open MPI: ``OMPI_COMM_WORLD_RANK``/``_SIZE``/``_LOCAL_RANK``; MPICH / Intel MPI: ``PMI_RANK``,
-  ``PMI_SIZE``, ``MPI_LOCALRANKID``.
+  ``PMI_SIZE``, ``MPI_LOCALRANKID``;
+* a Kubernetes pod of a PyTorchJob, TrainJob, LeaderWorkerSet or JobSet without a process
+  launcher: one rank per node, from the variables its controller sets
+  (:mod:`ncclcheck.k8s.podenv`, each with its source line).
+
+Precedence, first match wins: torchrun (``TORCHELASTIC_RUN_ID``), DeepSpeed (``CROSS_RANK``),
+a PyTorchJob pod (``RANK``/``WORLD_SIZE``/``MASTER_ADDR`` with ``PET_NNODES``: its
+``WORLD_SIZE`` counts nodes x ``nprocPerNode``, so it is read as node ``PET_NODE_RANK`` of
+``PET_NNODES``), plain torch.distributed (``RANK``/``WORLD_SIZE``/``MASTER_ADDR``), mpirun,
+an srun step, then the other pod APIs (TrainJob, LWS, JobSet).
 """
 
 from __future__ import annotations
@@ -18,6 +27,10 @@ import re
 from typing import Any
 
 from ncclcheck.errors import BadInput
+from ncclcheck.k8s.podenv import node_identity, pod_job
+
+#: Launchers that are a Kubernetes job API: one rank per node, from :mod:`ncclcheck.k8s.podenv`.
+POD_LAUNCHERS = ("pytorchjob", "trainjob", "lws", "jobset")
 
 DEFAULT_MASTER_PORT = 29500
 
@@ -31,6 +44,10 @@ def detect_launcher(environ: dict[str, str]) -> str | None:
     'slurm'
     >>> detect_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_ID": "7"}) is None
     True
+    >>> detect_launcher({"RANK": "0", "WORLD_SIZE": "16", "MASTER_ADDR": "m", "PET_NNODES": "2"})
+    'pytorchjob'
+    >>> detect_launcher({"PET_NNODES": "2", "PET_NODE_RANK": "1", "PET_MASTER_ADDR": "m"})
+    'trainjob'
     """
     def has(*names: str) -> bool:
         return all(environ.get(n, "") != "" for n in names)
@@ -41,16 +58,25 @@ def detect_launcher(environ: dict[str, str]) -> str | None:
         if has("CROSS_RANK"):
             return "deepspeed"
         if has("MASTER_ADDR"):
-            return "torchrun"
+            return "pytorchjob" if has("PET_NNODES") else "torchrun"
     if has("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE") or has("PMI_RANK", "PMI_SIZE"):
         return "mpi"
     if has("SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID"):
         return "slurm"
+    job = pod_job(environ)
+    if job and job["api"] in POD_LAUNCHERS and job["node_rank"] is not None:
+        return job["api"]
     return None
 
 
-def rank_env(environ: dict[str, str]) -> dict[str, Any]:
-    """Rank, world size, local rank and rendezvous address from a launcher's variables.
+def rank_env(environ: dict[str, str], launcher: str | None = None) -> dict[str, Any]:
+    """Rank, world size, local rank and rendezvous address from a launcher's variables (in a
+    Kubernetes pod without a process launcher: this node's rank among the nodes).
+
+    >>> ident = rank_env({"RANK": "1", "WORLD_SIZE": "16", "MASTER_ADDR": "m",
+    ...                   "PET_NODE_RANK": "1", "PET_NNODES": "2", "PET_NPROC_PER_NODE": "8"})
+    >>> ident["rank"], ident["world_size"], ident["local_rank"]
+    (1, 2, 0)
 
     >>> ident = rank_env({"OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "4",
     ...                   "OMPI_COMM_WORLD_LOCAL_RANK": "1", "MASTER_ADDR": "10.0.0.1"})
@@ -63,6 +89,9 @@ def rank_env(environ: dict[str, str]) -> dict[str, Any]:
                 return environ[name]
         return None
 
+    launcher = launcher or detect_launcher(environ)
+    if launcher in POD_LAUNCHERS:
+        return node_identity(pod_job(environ), environ)
     rank = first("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
     world = first("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
     local = first("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
@@ -102,7 +131,8 @@ def rendezvous(environ: dict[str, str], launcher: str, master_addr: str | None,
     ...            None, None)
     ('127.0.0.1', 29500)
     """
-    addr = master_addr or environ.get("MASTER_ADDR")
+    job = pod_job(environ) if launcher in POD_LAUNCHERS else None
+    addr = master_addr or (job and job["master_addr"]) or environ.get("MASTER_ADDR")
     local, world = environ.get("OMPI_COMM_WORLD_LOCAL_SIZE"), environ.get("OMPI_COMM_WORLD_SIZE")
     if not addr and launcher == "mpi" and local and local == world:
         addr = "127.0.0.1"  # every rank on this node: no flag needed
@@ -112,7 +142,8 @@ def rendezvous(environ: dict[str, str], launcher: str, master_addr: str | None,
     if not addr:
         raise BadInput(f"inside {launcher}: no rendezvous address; set MASTER_ADDR or pass "
                        "--master-addr (an address every rank can reach)")
-    port = master_port or environ.get("MASTER_PORT") or DEFAULT_MASTER_PORT
+    port = (master_port or (job and job["master_port"]) or environ.get("MASTER_PORT")
+            or DEFAULT_MASTER_PORT)
     try:
         return addr, int(port)
     except ValueError:

@@ -85,7 +85,7 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     if not torch_available():
         raise NcclcheckError(INSTALL_HINT)
     environ = dict(os.environ)
-    ident = rank_env(environ)
+    ident = rank_env(environ, launcher)
     if (launcher == "mpi" and not (opts.master_addr or environ.get("MASTER_ADDR"))
             and environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
             != environ.get("OMPI_COMM_WORLD_SIZE")):

@@ -53,19 +53,24 @@ LIVENESS_S = 15.0
 
 
 def fleet_size(req: Any) -> int:
-    """How many nodes the hunt runs on (hostfile, or the Slurm allocation)."""
+    """How many nodes the hunt runs on (hostfile, the Slurm allocation, or the pods of a
+    Kubernetes job API)."""
     if req.hostfile:
         from ncclcheck.hostfile import load_hostfile
 
         return len(load_hostfile(req.hostfile, req.nodes))
+    from ncclcheck.bench.environ import POD_LAUNCHERS, detect_launcher, rank_env
     from ncclcheck.slurm import allocation_nodes, in_allocation
 
     environ = dict(os.environ)
+    launcher = detect_launcher(environ)
+    if launcher in POD_LAUNCHERS and req.launcher != "slurm":  # one pod per node
+        return int(rank_env(environ, launcher)["world_size"])
     if req.launcher == "slurm" or in_allocation(environ):
         nodes = allocation_nodes(environ)
         return len(nodes[:req.nodes] if req.nodes else nodes)
-    raise BadInput("--pairwise needs nodes: --hostfile FILE, or --launcher slurm inside an "
-                   "allocation")
+    raise BadInput("--pairwise needs nodes: --hostfile FILE, --launcher slurm inside an "
+                   "allocation, or a Kubernetes job's pods (ncclcheck k8s render pairwise)")
 
 
 def pair_seconds(budget_s: float, rounds: int, budget_text: str) -> float:

@@ -314,7 +314,7 @@ def main() -> int:
     ident: dict[str, Any] = {}
     try:
         spec = json.loads(os.environ["NCCLCHECK_BENCH_SPEC"])
-        ident = rank_env(dict(os.environ))
+        ident = rank_env(dict(os.environ), "agent")  # the agent set RANK, WORLD_SIZE
         doc = run_rank(spec, ident, emit)
         if doc is not None:
             emit({"ev": "result", "doc": doc})

@@ -19,6 +19,11 @@ ENV_ALLOW_NAMES = frozenset({
     "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
     "CROSS_RANK", "CROSS_SIZE", "LOCAL_SIZE",  # DeepSpeed's launcher (deepspeed/launcher/launch.py)
     "KUBERNETES_SERVICE_HOST", "container",
+    # Kubernetes job APIs (ncclcheck/k8s/podenv.py cites each controller's line)
+    "K_MPI_JOB_ROLE", "OMPI_MCA_orte_default_hostfile", "I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE",
+    "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT",
+    "LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "JOB_COMPLETION_INDEX", "NNODES",
+    "POD_NAME", "POD_NAMESPACE", "NODE_NAME",
 })
 #: Every variable with one of these prefixes is copied: they are NCCL's and PyTorch's own knobs.
 ENV_ALLOW_PREFIXES = ("NCCL_", "TORCH_NCCL_")

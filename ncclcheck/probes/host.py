@@ -3,7 +3,13 @@
 Sources (relative to the host root):
     proc/sys/kernel/hostname, proc/sys/kernel/osrelease, etc/os-release, proc/cpuinfo,
     proc/meminfo, sys/devices/system/node/, proc/1/cgroup, .dockerenv, run/.containerenv,
-    var/run/secrets/kubernetes.io/serviceaccount, and the allow-listed environment.
+    var/run/secrets/kubernetes.io/serviceaccount, etc/podinfo/labels (the pod's labels, a
+    downward API volume that ``ncclcheck k8s render`` mounts), and the allow-listed environment.
+
+In a Kubernetes pod, ``launcher`` gains ``pod``: the job API, pod, namespace, node and topology
+labels (:func:`ncclcheck.k8s.podenv.pod_facts`); in a PyTorchJob, TrainJob, LWS or JobSet pod
+without a process launcher, ``kind`` is that API and rank/world size are the node's (a
+PyTorchJob's ``WORLD_SIZE`` counts nodes x ``nprocPerNode``, not processes that run).
 
 Sample content of etc/os-release::
 
@@ -18,6 +24,7 @@ import re
 from typing import Any, Optional, TypedDict
 
 from ncclcheck.host import Host
+from ncclcheck.k8s import podenv
 
 
 class HostData(TypedDict):
@@ -170,7 +177,8 @@ def detect_container(host: Host, env: dict[str, str]) -> dict[str, Any]:
     return {"runtime": runtime, "evidence": evidence}
 
 
-def detect_launcher(env: dict[str, str]) -> dict[str, Any]:
+def detect_launcher(env: dict[str, str], pod_labels: str = "",
+                    hostname: str = "") -> dict[str, Any]:
     """The scheduler or launcher whose variables are set, and the rank facts they give.
 
     >>> detect_launcher({"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_PROCID": "3"})["kind"]
@@ -179,6 +187,10 @@ def detect_launcher(env: dict[str, str]) -> dict[str, Any]:
     2
     >>> detect_launcher({})["kind"] is None
     True
+    >>> facts = detect_launcher({"RANK": "1", "WORLD_SIZE": "16", "MASTER_ADDR": "m",
+    ...     "PET_NNODES": "2", "PET_NODE_RANK": "1", "POD_NAME": "j-worker-0"})
+    >>> facts["kind"], facts["rank"], facts["world_size"], facts["pod"]["pod"]
+    ('pytorchjob', 1, 2, 'j-worker-0')
     """
     def num(*names: str) -> Optional[int]:
         for n in names:
@@ -197,7 +209,7 @@ def detect_launcher(env: dict[str, str]) -> dict[str, Any]:
         kind = "slurm"
     elif "RANK" in env and "WORLD_SIZE" in env:
         kind = "torch.distributed"
-    return {
+    facts = {
         "kind": kind,
         "slurm_job_id": env.get("SLURM_JOB_ID"),
         "rank": num("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"),
@@ -207,6 +219,27 @@ def detect_launcher(env: dict[str, str]) -> dict[str, Any]:
         "master_addr": env.get("MASTER_ADDR"),
         "master_port": env.get("MASTER_PORT"),
     }
+    try:
+        job = podenv.pod_job(env, hostname)
+    except Exception:  # noqa: BLE001 - a malformed variable: no job facts, never a crash
+        job = None
+    if job is not None or env.get("KUBERNETES_SERVICE_HOST"):
+        facts["pod"] = podenv.pod_facts(env, hostname, labels=podenv.parse_downward_labels(pod_labels))
+    if job and job["node_rank"] is not None and kind in (None, "torch.distributed"):
+        facts.update(kind=job["api"], rank=job["node_rank"], world_size=job["nnodes"],
+                     nnodes=job["nnodes"], local_rank=0,
+                     master_addr=job["master_addr"],
+                     master_port=str(job["master_port"]) if job["master_port"] else None)
+    return facts
+
+
+def pod_labels(host: Host, env: dict[str, str]) -> str:
+    """The pod's labels file (downward API, ``/etc/podinfo/labels``), read only in a pod."""
+    if not env.get("KUBERNETES_SERVICE_HOST") and not any(
+            env.get(v) for v in ("K_MPI_JOB_ROLE", "PET_NNODES", "LWS_GROUP_SIZE",
+                                 "JOB_COMPLETION_INDEX")):
+        return ""
+    return host.read("etc/podinfo/labels") or ""
 
 
 def collect(host: Host, errors: list[str]) -> HostData:
@@ -226,5 +259,5 @@ def collect(host: Host, errors: list[str]) -> HostData:
         numa_nodes=parse_node_list(host.listdir("sys/devices/system/node")),
         memory_total_bytes=parse_meminfo_total(host.read("proc/meminfo") or ""),
         container=detect_container(host, env),
-        launcher=detect_launcher(env),
+        launcher=detect_launcher(env, pod_labels(host, env), hostname),
     )
