@@ -134,12 +134,14 @@ DIAGNOSIS = envelope("diagnosis", "ncclcheck diagnosis: what NCCL logs say went 
                        "pg": STR, "evidence": STRS}}},
     "first_desync": {"type": ["object", "null"], "required": ["pg", "seq", "op", "sizes"],
                      "properties": {"pg": STR, "seq": {"type": "integer"}, "op": STR,
-                                    "sizes": STR, "dtypes": STR}},
+                                    "sizes": STR, "dtypes": STR,
+                                    "started": {"type": "array", "items": {"type": "integer"}}}},
     "progress": {"type": "array", "items": {"type": "object", "properties": {
         "rank": {"type": "integer"}, "pg": STR, "last_entered": {"type": "integer"},
         "last_completed": {"type": ["integer", "null"]}}}},
     "job": {"type": "object", "properties": {
-        "class": {"enum": ["mismatch", "dead", "rank", "straggler", "network", "none"]},
+        "class": {"enum": ["mismatch", "dead", "rank", "straggler", "network", "stream",
+                           "none"]},
         "verdict": STR, "next_step": STR, "disagreements": STRS}},
 })
 

@@ -161,3 +161,19 @@ def test_the_h200s_out_of_memory_at_setup_gets_its_cause():
     (finding,) = doc["findings"]
     assert finding["id"] == "log-cuda-error" and finding["severity"] == "error"
     assert "memory fraction" in finding["fix"] and "NCCL_BUFFSIZE" in finding["fix"]
+
+
+def test_the_h200s_watchdog_timeout_is_read_from_its_flight_recorder_dump(tmp_path):
+    """The real nccl dump of an all_reduce queued behind a long kernel (timeout 5 s): the
+    collective was 'scheduled' and never started on the GPU, so the verdict blames the stream,
+    not the network (one rank has none)."""
+    import shutil
+
+    for name in ("timeout_rank_0", "timeout-stderr.log"):
+        shutil.copy(H200 / "fr" / name, tmp_path / name)
+    doc = diagnose_files([str(tmp_path)])
+    desync = doc["first_desync"]
+    assert (desync["op"], desync["seq"], desync["started"]) == ("all_reduce", 2, [])
+    assert doc["culprits"] == [] and doc["job"]["class"] == "stream"
+    assert "not the network" in doc["job"]["verdict"]
+    assert "log-watchdog-timeout" in {f["id"] for f in doc["findings"]}

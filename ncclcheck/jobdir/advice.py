@@ -6,7 +6,11 @@
   SIGSEGV) and its last lines;
 - ``straggler``: one rank slow, peers waited;
 - ``network``: every rank entered the collective and none completed: measure the links between
-  the hosts involved with ``ncclcheck bench --pairwise``;
+  the hosts involved with ``ncclcheck bench --pairwise`` (nccl dumps: only when some rank's GPU
+  started it, and there are peers);
+- ``stream``: every rank entered it and no GPU started it (nccl's state "scheduled"): work queued
+  before it on the stream held it (seen on an H200: an all_reduce behind a long kernel,
+  tests/fixtures/device/h200/fr/);
 - ``none``: nothing desynchronised.
 """
 
@@ -103,6 +107,12 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
     elif v["network"]:
         cls = "network"
         step = "every rank entered the collective and none completed: suspect the network"
+    elif desync and desync.get("started") == [] and desync.get("entered") and \
+            not desync.get("completed"):
+        cls = "stream"
+        step = ("no rank's GPU started the collective (Flight Recorder state 'scheduled'): work "
+                "queued before it on the same stream held it (a long or hung kernel, a host-side "
+                "wait); the network never saw it: look at what ran before it")
     else:
         cls = "none"
         step = ""
@@ -125,6 +135,9 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
             f" (+{len(culprits) - 8} more)" if len(culprits) > 8 else "")
     elif cls == "network":
         out["verdict"] = f"every rank entered {_what(desync)} and none completed: the network"
+    elif cls == "stream":
+        out["verdict"] = (f"every rank entered {_what(desync)} and no GPU started it: earlier work "
+                          "on the stream held it, not the network")
     elif reader.dumps:
         out["verdict"] = (f"no rank at fault: {len(reader.dumps)} Flight Recorder dumps agree, "
                           "every collective they hold completed")

@@ -71,6 +71,9 @@ class PgTrace:
     first: int = 0                                            #: first sequence id held
     sig: array = field(default_factory=lambda: array("i"))     #: per seq: Intern id, -1 none
     done: bytearray = field(default_factory=bytearray)         #: per seq: 1 completed
+    #: per seq: 1 when the GPU started it (nccl's state "started" or "completed"); a collective
+    #: still "scheduled" waits behind earlier work on its stream, not on a peer
+    began: bytearray = field(default_factory=bytearray)
     stack: array = field(default_factory=lambda: array("i"))   #: per seq: Intern id of frames
     record: array = field(default_factory=lambda: array("i"))  #: per seq: record_id
     wait_ms: array = field(default_factory=lambda: array("d"))  #: started->completed, -1 none
@@ -90,6 +93,12 @@ class PgTrace:
         if i < 0:
             return -2
         return self.sig[i] if i < len(self.sig) else -1
+
+    def started(self, seq: int) -> bool:
+        """Did the GPU start ``seq`` on this rank (older than its window counts as started)?"""
+        i = seq - self.first
+        return i < 0 or seq <= self.last_completed or (i < len(self.began)
+                                                         and bool(self.began[i]))
 
     def completed(self, seq: int) -> bool:
         """Did this rank complete ``seq`` (older than its window counts as completed)?"""
@@ -226,6 +235,7 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
         sig = [-1] * n
         record = [-1] * n
         done = bytearray(b"\x01" * n)          # a gap: nothing to judge, count it as done
+        began = bytearray(b"\x01" * n)
         wait = [-1.0] * n
         get = by_seq.get
         for i in range(n):
@@ -237,9 +247,10 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
                            repr(e.get("input_dtypes")), repr(e.get("output_sizes"))))
             record[i] = int(e.get("record_id", -1))
             done[i] = e.get("state") == "completed"
+            began[i] = e.get("state") in ("started", "completed")
             if reliable:
                 wait[i] = _ms(e)
-        pg.sig, pg.record, pg.done = array("i", sig), array("i", record), done
+        pg.sig, pg.record, pg.done, pg.began = array("i", sig), array("i", record), done, began
         pg.stack, pg.wait_ms = array("i", [-1] * n), array("d", wait)
         pgs[name] = pg
     return RankTrace(path, rank_from_name(path), str(doc.get("version")), backend, pgs,

@@ -124,6 +124,8 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
     desync = {"pg": name, "seq": seq, "op": msig[0], "sizes": msig[1], "dtypes": msig[2],
               "entered": sorted(entered),
               "completed": sorted(r for r in entered if reliable and traces[r].completed(seq))}
+    if reliable:
+        desync["started"] = sorted(r for r in entered if traces[r].started(seq))
     anyone_done = bool(desync["completed"])
     culprits: list[dict[str, Any]] = []
     for r in sorted(set(members) | set(traces)):
@@ -167,8 +169,11 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
                 c["kind"] = "consequence"
         desync["consequences"] = [c["rank"] for c in culprits if c["kind"] == "consequence"]
         culprits = [c for c in culprits if c["kind"] != "consequence"]
+    # A collective no GPU started (every nccl entry still "scheduled") waited behind earlier
+    # work on its stream: the network never saw it. One rank has no network to blame either.
     network = (not culprits and len(entered) == len(members) and not anyone_done
-               and len(set(entered.values())) == 1)
+               and len(set(entered.values())) == 1 and len(members) > 1
+               and (not reliable or bool(desync["started"])))
     return desync, culprits, network
 
 
