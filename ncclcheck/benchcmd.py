@@ -103,13 +103,15 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
     if len(req.compare_files) < 1:
         raise BadInput("--compare needs at least one env file argument")
     candidates = [(path, envfile.load_env_file(path)) for path in req.compare_files]
+    # every run's options are checked before the first run starts
+    options = [bench_options(req, env) for _path, env in candidates]
     runs: list[dict[str, Any]] = []
     failed: list[str] = []
-    for path, env in candidates:
+    for (path, env), opts in zip(candidates, options):
         label = os.path.basename(path)
         err.print(f"bench: running {label} ({len(env)} settings)", highlight=False)
         try:
-            doc = launch.run(bench_options(req, env), progress_for(out, req.as_json))
+            doc = launch.run(opts, progress_for(out, req.as_json))
         except NcclcheckError as exc:
             if isinstance(exc, BadInput):
                 raise

@@ -39,7 +39,7 @@ SIGNIFICANCE_RULE = (f"a candidate beats the baseline when its worst repeat is a
                      "baseline's; the highest median of those wins, and when the runner-up "
                      "is not beaten the same way the simpler env is kept; when none beats the "
                      "baseline: no significant difference, the rules' env is kept")
-_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.I)
+_BUDGET = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smh]?)\s*$", re.I | re.ASCII)
 
 
 def parse_budget(text: str) -> float:
@@ -55,7 +55,10 @@ def parse_budget(text: str) -> float:
     match = _BUDGET.match(text or "")
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"--budget {text!r}: expected a duration such as 90s, 10m or 1h")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]
+    if seconds > 7 * 86400:
+        raise ValueError(f"--budget {text!r}: more than a week")
+    return seconds
 
 
 def round_order(ids: list[str], round_index: int) -> list[str]:
