@@ -281,6 +281,9 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
         sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     except (AttributeError, ValueError, OSError):
         pass
+    from ncclcheck.infile import start_command
+
+    start_command()
     try:
         rv = cli.main(args=argv, prog_name="ncclcheck", standalone_mode=False, obj=obj)
     except click.exceptions.Exit as exc:

@@ -188,9 +188,36 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
     logs = sorted((FIXTURES / "logs").glob("*.log"))[:6]
     diagnosis = [diagnose_files([str(p)]) for p in logs]
     rec = recommend(cluster_document(facts[:3], [], source="fuzz"))
+    reports = FIXTURES / "reports"
     return {"facts": [dumps(f) for f in facts], "cluster": [dumps(cluster)],
             "bench": [dumps(b) for b in bench], "diagnosis": [dumps(d) for d in diagnosis],
-            "recommendation": [dumps(rec)]}
+            "recommendation": [dumps(rec)],
+            "pairwise": [(reports / "netns-hunt" / "pairwise.json").read_text()],
+            "tune": [(reports / "netns-tune" / "tune.json").read_text()]}
+
+
+# -- the sweep: every key path, in turn, set to each wrong type (issue 28) -------------------------
+
+SWEEP_VALUES: list[Any] = [None, 1, "x", [], {}]
+
+
+def sweep_cases(text: str, limit: int = 5000) -> list[tuple[tuple, Any, str]]:
+    """``(path, value, mutated text)`` for every key path of a document and every value of
+    :data:`SWEEP_VALUES`; of a list's items, the first that has each key path stands for all."""
+    doc = json.loads(text)
+    out = []
+    seen: set[tuple] = set()
+    for path in _paths(doc, limit=limit):
+        shape = tuple("*" if isinstance(step, int) else step for step in path)
+        if not path or shape in seen:  # one item of a list stands for the others
+            continue
+        seen.add(shape)
+        for value in SWEEP_VALUES:
+            copy = json.loads(text)
+            parent, key = _parent(copy, path)
+            parent[key] = value
+            out.append((path, value, json.dumps(copy)))
+    return out
 
 
 def _text_seeds(kind: str) -> list[str]:
@@ -216,7 +243,8 @@ def readers() -> list[Reader]:
         return get
 
     return [
-        Reader("report DOC", seeds("facts", "cluster", "bench", "diagnosis", "recommendation"),
+        Reader("report DOC", seeds("facts", "cluster", "bench", "diagnosis", "recommendation",
+                                   "pairwise", "tune"),
                lambda p: ["report", p, "-o", p + ".html"]),
         Reader("recommend --bench DOC", seeds("bench"),
                lambda p: ["recommend", "--probe", str(HOSTS / "h100-ib-8gpu" / "facts.json"),
