@@ -8,6 +8,7 @@ the probe's path imports torch.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -275,6 +276,15 @@ def schema_cmd(name: str | None) -> None:
 # --- end schema ---
 
 
+def raise_or_report(exc: BaseException) -> None:
+    """An internal error: one line and exit 1 (``NCCLCHECK_DEBUG=1``: the traceback)."""
+    if os.environ.get("NCCLCHECK_DEBUG"):
+        raise exc
+    click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(shorten(exc))} "
+               "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
+    sys.exit(ExitCode.ERROR)
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
     try:  # text that is not valid Unicode (a lone surrogate, argv's \udcff) is written escaped
@@ -307,10 +317,11 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(ExitCode.OK)
+    except OSError as exc:
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise_or_report(exc)
+        click.echo(f"ncclcheck: error: {printable(shorten(exc))}", err=True)  # a path given
+        sys.exit(ExitCode.USAGE)
     except Exception as exc:  # last resort: one line, never a traceback
-        if os.environ.get("NCCLCHECK_DEBUG"):
-            raise
-        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(shorten(exc))} "
-                   "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
-        sys.exit(ExitCode.ERROR)
+        raise_or_report(exc)
     sys.exit(rv if isinstance(rv, int) else ExitCode.OK)

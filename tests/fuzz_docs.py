@@ -270,3 +270,49 @@ def case(reader: Reader, seeds: list[str], rng: random.Random, folder: Path) -> 
     path = folder / "case.input"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     return text, run_cli(reader.argv(str(path)))
+
+
+# -- every command's options, each given a hostile value (issue 28) -----------------------------
+
+#: Values for an option: out of range, not finite, non-ASCII digits, huge, not text, bad paths.
+HOSTILE_VALUES = ["-1", "0", "99999999999999999999", "1e309", "nan", "-inf", "\u0663", "",
+                  "x" * 5000, "\udcff", "/nonexistent/x", "/proc/self/nope", "\x1b[2J",
+                  "a\u202eb", "9" * 400 + "M", "/dev/zero", "1" * 30]
+
+
+def command_bases(folder: Path) -> dict[str, list[str]]:
+    """A cheap command line per command: with a valid value for the option under test it does
+    little (replays, imports, reads a fixture) and never starts ranks or connects."""
+    hostfile = folder / "hosts"
+    hostfile.write_text("127.0.0.1\n")
+    docs = FIXTURES / "reports" / "h100-ib"
+    return {
+        "probe": ["probe", "--replay", str(HOSTS / "h100-ib-8gpu"), "--json"],
+        "bench": ["bench", "--import", str(FIXTURES / "nccl-tests" /
+                                           "a3mega-h100-2x8-all_reduce.txt"), "--json"],
+        "tune": ["tune", "--hostfile", str(folder / "no-such-hostfile")],
+        "rank": ["rank", "--hostfile", str(hostfile)],
+        "recommend": ["recommend", "--probe", str(HOSTS / "h100-ib-8gpu" / "facts.json"), "-q"],
+        "diagnose": ["diagnose", str(sorted((FIXTURES / "logs").glob("*.log"))[0])],
+        "report": ["report", str(docs / "facts-h100-node-01.json"), "-o",
+                   str(folder / "report.html")],
+        "record": ["record", str(folder / "record"), "--root", str(folder / "no-such-root")],
+        "rules": ["rules"],
+        "schema": ["schema"],
+    }
+
+
+def option_cases(folder: Path) -> list[tuple[str, str, list[str]]]:
+    """``(command, option, argv)``: every option that takes a value, of every command."""
+    import click
+
+    from ncclcheck.cli import cli
+
+    out = []
+    for name, base in command_bases(folder).items():
+        command = cli.commands[name]
+        for param in command.params:
+            if not isinstance(param, click.Option) or param.is_flag or not param.opts:
+                continue
+            out.append((name, param.opts[-1], base))
+    return out
