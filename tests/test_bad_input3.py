@@ -293,3 +293,29 @@ def test_stderr_lines_are_not_wrapped_at_a_long_path(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("recorded to ") and str(folder) in lines[0]
+
+
+# -- 10. the suite's own hygiene -----------------------------------------------------------------
+
+def test_a_cluster_left_by_a_killed_run_is_reaped(tmp_path, monkeypatch):
+    import netns_cluster
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for name, owner in (("gone", dead.pid), ("mine", os.getpid()), ("byhand", None)):
+        folder = tmp_path / f"ncclcheck-netns-{name}"
+        folder.mkdir()
+        state = {"nodes": []} if owner is None else {"nodes": [], "owner_pid": owner}
+        (folder / "state.json").write_text(json.dumps(state))
+    torn: list[str] = []
+    monkeypatch.setattr(netns_cluster.impl, "STATE_ROOT", tmp_path)
+    monkeypatch.setattr(netns_cluster, "teardown", torn.append)
+    assert netns_cluster.reap_orphans() == ["gone"] and torn == ["gone"]
+
+
+def test_sigterm_ends_the_run_as_an_interrupt():
+    import signal
+
+    import conftest
+
+    assert signal.getsignal(signal.SIGTERM) is conftest._terminated
