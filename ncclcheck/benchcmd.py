@@ -127,15 +127,17 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
     if len(req.compare_files) < 1:
         raise BadInput("--compare needs at least one env file argument")
     candidates = [(path, envfile.load_env_file(path)) for path in req.compare_files]
+    # every run's options are checked before the first run starts
+    options = [bench_options(req, env) for _path, env in candidates]
     runs: list[dict[str, Any]] = []
     failed: list[str] = []
     labels = envfile.content_labels([env for _, env in candidates],
                                     [path for path, _ in candidates])
-    for (path, env), label in zip(candidates, labels):
+    for (path, env), opts, label in zip(candidates, options, labels):
         err.print(f"bench: running {label} ({path}, {len(env)} settings)", highlight=False,
                   markup=False)
         try:
-            doc = launch.run(bench_options(req, env), progress_for(out, req.as_json))
+            doc = launch.run(opts, progress_for(out, req.as_json))
         except NcclcheckError as exc:
             if isinstance(exc, BadInput):
                 raise

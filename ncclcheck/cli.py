@@ -8,6 +8,7 @@ the probe's path imports torch.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 
@@ -22,13 +23,13 @@ from ncclcheck.clibase import (  # noqa: F401  (re-exported: callers import them
     fail_on_option,
 )
 from ncclcheck.clibench import bench
-from ncclcheck.cliopts import (EvalCommand, FullHelpGroup, GreedyOption, show_usage_error,
-                               stdout_dash)
+from ncclcheck.cliopts import (MAX_NODES, EvalCommand, FullHelpGroup, GreedyOption, IntRange,
+                               show_usage_error, stdout_dash)
 from ncclcheck.clik8s import k8s
 from ncclcheck.cliprobe import probe
 from ncclcheck.errors import NcclcheckError
 from ncclcheck.exitcodes import ExitCode
-from ncclcheck.textsafe import printable, printable_lines
+from ncclcheck.textsafe import printable, printable_lines, shorten
 
 
 @click.group(cls=FullHelpGroup,
@@ -77,11 +78,11 @@ def record(obj: Ctx, folder: str, root: str, scrub: bool) -> None:
 @cli.command(cls=EvalCommand)
 @click.option("--hostfile", required=True, metavar="FILE",
               help="Hostfile (DeepSpeed/MPI 'host slots=N', pssh 'user@host:port', or a list).")
-@click.option("--nodes", type=int, metavar="N", help="Use the first N hosts of the hostfile.")
+@click.option("--nodes", type=IntRange(1, MAX_NODES), metavar="N", help="Use the first N hosts of the hostfile.")
 @click.option("--port-range", default="29500-29599", show_default=True, metavar="LO-HI",
               help="Every node prints LO; if LO is busy on the master, it fails and names a "
                    "free port of the range for --master-port.")
-@click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT",
+@click.option("--master-port", type=IntRange(1, 65535), metavar="PORT",
               help="Use this MASTER_PORT (checked free on the master).")
 @click.option("--export", "export", is_flag=True, help="Prefix each line with 'export '.")
 @click.option("--json", "as_json", is_flag=True, help="Print the values as JSON.")
@@ -310,8 +311,24 @@ def expected_cmd(class_ids: tuple[str, ...], as_json: bool) -> None:
 # --- end expected ---
 
 
+def raise_or_report(exc: BaseException) -> None:
+    """An internal error: one line and exit 1 (``NCCLCHECK_DEBUG=1``: the traceback)."""
+    if os.environ.get("NCCLCHECK_DEBUG"):
+        raise exc
+    click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(shorten(exc))} "
+               "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
+    sys.exit(ExitCode.ERROR)
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
+    try:  # text that is not valid Unicode (a lone surrogate, argv's \udcff) is written escaped
+        sys.stdout.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):
+        pass
+    from ncclcheck.infile import start_command
+
+    start_command()
     try:
         rv = cli.main(args=argv, prog_name="ncclcheck", standalone_mode=False, obj=obj)
     except click.exceptions.Exit as exc:
@@ -324,7 +341,7 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
         click.echo("ncclcheck: interrupted", err=True)
         sys.exit(130)
     except NcclcheckError as exc:
-        click.echo(f"ncclcheck: error: {printable(exc)}", err=True)
+        click.echo(f"ncclcheck: error: {printable(shorten(exc))}", err=True)
         sys.exit(exc.code)
     except KeyboardInterrupt:
         click.echo("ncclcheck: interrupted", err=True)
@@ -335,10 +352,11 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(ExitCode.OK)
+    except OSError as exc:
+        if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
+            raise_or_report(exc)
+        click.echo(f"ncclcheck: error: {printable(shorten(exc))}", err=True)  # a path given
+        sys.exit(ExitCode.USAGE)
     except Exception as exc:  # last resort: one line, never a traceback
-        if os.environ.get("NCCLCHECK_DEBUG"):
-            raise
-        click.echo(f"ncclcheck: internal error: {type(exc).__name__}: {printable(exc)} "
-                   "(set NCCLCHECK_DEBUG=1 for the traceback)", err=True)
-        sys.exit(ExitCode.ERROR)
+        raise_or_report(exc)
     sys.exit(rv if isinstance(rv, int) else ExitCode.OK)

@@ -6,7 +6,15 @@ from __future__ import annotations
 import click
 
 from ncclcheck.clibase import Ctx
-from ncclcheck.cliopts import stdout_dash
+from ncclcheck.cliopts import (
+    MAX_ITERS,
+    MAX_NODES,
+    MAX_PROCS,
+    MAX_TIMEOUT_S,
+    FloatRange,
+    IntRange,
+    stdout_dash,
+)
 
 
 BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoall", "sendrecv")
@@ -19,25 +27,25 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
               help="Smallest size (K, M, G = 1024^n, as nccl-tests).")
 @click.option("-e", "--max-bytes", default="128M", show_default=True, metavar="SIZE",
               help="Largest size.")
-@click.option("-f", "--step-factor", type=click.IntRange(2), default=2, show_default=True,
+@click.option("-f", "--step-factor", type=IntRange(2, 1 << 20), default=2, show_default=True,
               help="Multiply the size by this each step.")
-@click.option("-w", "--warmup", type=click.IntRange(0), default=5, show_default=True,
+@click.option("-w", "--warmup", type=IntRange(0, MAX_ITERS), default=5, show_default=True,
               help="Untimed ops before each timed block.")
-@click.option("-n", "--iters", type=click.IntRange(1), default=20, show_default=True,
+@click.option("-n", "--iters", type=IntRange(1, MAX_ITERS), default=20, show_default=True,
               help="Ops per timed block.")
 @click.option("-d", "--dtype", default="float", show_default=True,
               help="Data type: float, half, bfloat16, double, int8, uint8, int32, int64.")
-@click.option("-c", "--check", type=click.IntRange(0, 1), default=1, show_default=True,
+@click.option("-c", "--check", type=IntRange(0, 1), default=1, show_default=True,
               is_flag=False, flag_value=1, metavar="0|1",
               help="Verify results and count #wrong; a non-zero #wrong fails the run.")
 @click.option("-a", "--average", default="mean", show_default=True,
               metavar="mean|max|min|rank0",
               help="How the ranks' times combine into the time column (nccl-tests -a 0-3).")
-@click.option("--procs", type=click.IntRange(1), metavar="N",
+@click.option("--procs", type=IntRange(1, MAX_PROCS), metavar="N",
               help="Ranks per node (default: one per GPU; 2 CPU ranks on one GPU-less node).")
 @click.option("--backend", type=click.Choice(("auto", "nccl", "gloo")), default="auto",
               show_default=True, help="auto: NCCL when every node has a GPU, else gloo.")
-@click.option("--nodes", type=click.IntRange(1), metavar="N",
+@click.option("--nodes", type=IntRange(1, MAX_NODES), metavar="N",
               help="Use the first N hosts of --hostfile.")
 @click.option("--hostfile", metavar="FILE", help="Hosts to run on over ssh, one per line.")
 @click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,
@@ -46,13 +54,13 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("--ssh-config", metavar="FILE", help="ssh config for the nodes (ssh -F).")
 @click.option("--remote-python", metavar="PATH",
               help="Python on the other nodes (default: this interpreter's path).")
-@click.option("--connect-timeout", type=click.FloatRange(min=1), default=10, show_default=True,
+@click.option("--connect-timeout", type=FloatRange(1, 3600), default=10, show_default=True,
               metavar="S", help="ssh ConnectTimeout for the nodes, in seconds.")
 @click.option("--master-addr", metavar="ADDR",
               help="Rendezvous address (default: the first node, as ssh reached it).")
-@click.option("--master-port", type=click.IntRange(1, 65535), metavar="PORT",
+@click.option("--master-port", type=IntRange(1, 65535), metavar="PORT",
               help="Rendezvous port (default: a free port on the first node).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=300, show_default=True,
+@click.option("--timeout", type=FloatRange(1, MAX_TIMEOUT_S), default=300, show_default=True,
               metavar="S", help="Bound on rendezvous and on each collective, in seconds.")
 @click.option("--env", "env_assignments", multiple=True, metavar="KEY=VALUE",
               help="Run under this setting (repeatable).")
@@ -64,7 +72,7 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
               help="Read nccl-tests output (- for stdin) instead of measuring.")
 @click.option("--nccl-log-dir", metavar="DIR",
               help="Keep the ranks' NCCL_DEBUG logs here (default: a temporary directory).")
-@click.option("--link-rate", type=click.FloatRange(min=0, min_open=True), metavar="GB/s",
+@click.option("--link-rate", type=FloatRange(min=0, max=1e6, min_open=True), metavar="GB/s",
               help="Link rate to report the peak busbw against (GB/s, 1e9 bytes/s).")
 @click.option("--probe", "probe_files", multiple=True, metavar="FACTS",
               help="Facts of the nodes (ncclcheck probe/cluster JSON) for the expected-bandwidth "
@@ -72,7 +80,7 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("--pairwise", is_flag=True,
               help="Fleet hunt: rounds of node pairs (sendrecv, a time per pair); name slow "
                    "nodes and links.")
-@click.option("--rounds", type=click.IntRange(1), metavar="K",
+@click.option("--rounds", type=IntRange(1, 1000), metavar="K",
               help="With --pairwise: K rounds (~2*log2(N)) instead of all pairs, then confirm.")
 @click.option("--budget", default="10m", show_default=True, metavar="DURATION",
               help="With --pairwise: the hunt's wall time (90s, 10m, 1h); sets the time per pair.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import click
@@ -37,11 +38,55 @@ class GreedyOption(click.Option):
         return result
 
 
-def stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``-o`` callback: ``/dev/stdout`` (and its aliases) means ``-``, standard output."""
-    from ncclcheck.outfile import is_stdout
+class _Ascii:
+    """Number types that take ASCII digits only (``int("\u0663")`` is 3 in Python, but a
+    port typed as an Arabic-Indic digit is a mistake), and finite values only."""
 
-    return "-" if is_stdout(value) else value
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:  # noqa: D102
+        if isinstance(value, str) and not value.isascii():
+            from ncclcheck.textsafe import shorten
+
+            self.fail(f"{shorten(value)!r} is not a number in ASCII digits", param, ctx)
+        out = super().convert(value, param, ctx)  # type: ignore[misc]
+        if isinstance(out, float) and not math.isfinite(out):
+            self.fail(f"{value!r} is not a finite number", param, ctx)  # type: ignore[attr-defined]
+        return out
+
+
+class IntRange(_Ascii, click.IntRange):
+    """:class:`click.IntRange` that takes ASCII digits only."""
+
+
+class FloatRange(_Ascii, click.FloatRange):
+    """:class:`click.FloatRange` that takes ASCII digits and finite values only."""
+
+
+#: Bounds shared by every command's numeric options.
+MAX_TIMEOUT_S = 7 * 86400.0   #: a week: longer is a typo, and beyond time_t on some calls
+MAX_ITERS = 1_000_000
+MAX_PROCS = 128               #: ranks per node (each CPU rank takes about 0.2 GB)
+MAX_NODES = 100_000
+
+
+def stdout_dash(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o`` callback: ``/dev/stdout`` (and its aliases) means ``-``, standard output; any other
+    path is checked writable now, before the command's work (see :func:`outfile.check_output`)."""
+    from ncclcheck.outfile import check_output, is_stdout
+
+    if value is None or is_stdout(value):
+        return None if value is None else "-"
+    check_output(value)  # BadInput: one line, exit 2, as when the write itself fails
+    return value
+
+
+def output_checked(ctx: click.Context, param: click.Parameter,
+                   value: str | None) -> str | None:
+    """A file-only ``-o`` or ``--doc``: checked writable now, before the command's work."""
+    from ncclcheck.outfile import check_output
+
+    if value is not None:
+        check_output(value)
+    return value
 
 
 def show_usage_error(exc: click.ClickException) -> None:
@@ -53,14 +98,14 @@ def show_usage_error(exc: click.ClickException) -> None:
         Try 'ncclcheck probe -h' for help.
         ncclcheck: error: No such option: --nope
     """
-    from ncclcheck.textsafe import printable
+    from ncclcheck.textsafe import printable, shorten
 
     ctx = getattr(exc, "ctx", None)
     if isinstance(exc, click.UsageError) and ctx is not None:
         click.echo(ctx.get_usage(), err=True)
         if ctx.command.get_help_option(ctx) is not None:
             click.echo(f"Try '{ctx.command_path} {ctx.help_option_names[0]}' for help.", err=True)
-    click.echo(f"ncclcheck: error: {printable(exc.format_message())}", err=True)
+    click.echo(f"ncclcheck: error: {printable(shorten(exc.format_message()))}", err=True)
 
 
 class EvalCommand(click.Command):

@@ -9,7 +9,14 @@ import sys
 import click
 
 from ncclcheck.clibase import Ctx, emit, exit_for_findings, fail_on_option
-from ncclcheck.cliopts import GreedyOption, stdout_dash
+from ncclcheck.cliopts import (
+    MAX_NODES,
+    MAX_TIMEOUT_S,
+    FloatRange,
+    GreedyOption,
+    IntRange,
+    stdout_dash,
+)
 from ncclcheck.errors import BadInput
 
 
@@ -24,15 +31,15 @@ from ncclcheck.errors import BadInput
 @click.option("--only", metavar="SECTIONS", help="Comma-separated sections to collect.")
 @click.option("--hostfile", metavar="FILE",
               help="Probe every host of FILE over ssh (formats as bench) into a cluster document.")
-@click.option("--nodes", type=click.IntRange(1), metavar="N", help="Only the first N hosts.")
+@click.option("--nodes", type=IntRange(1, MAX_NODES), metavar="N", help="Only the first N hosts.")
 @click.option("--ssh-config", metavar="FILE", help="ssh config for the nodes (ssh -F).")
 @click.option("--remote-python", metavar="PATH",
               help="Python with ncclcheck on the nodes (default: this interpreter's path).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=120, show_default=True,
+@click.option("--timeout", type=FloatRange(1, MAX_TIMEOUT_S), default=120, show_default=True,
               metavar="S", help="Seconds per host, connection included.")
-@click.option("--connect-timeout", type=click.FloatRange(min=1), default=10, show_default=True,
+@click.option("--connect-timeout", type=FloatRange(1, 3600), default=10, show_default=True,
               metavar="S", help="Seconds for ssh to connect.")
-@click.option("--concurrency", type=click.IntRange(1), default=32, show_default=True,
+@click.option("--concurrency", type=IntRange(1, 1024), default=32, show_default=True,
               metavar="N", help="Hosts probed at once.")
 @click.option("--out-dir", metavar="DIR", help="Also write one facts file per host into DIR.")
 @click.option("--launcher", type=click.Choice(("ssh", "slurm")), default=None,

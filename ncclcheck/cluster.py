@@ -45,6 +45,12 @@ def _files(paths: Iterable[str]) -> list[Path]:
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
+        try:
+            path.stat()
+        except FileNotFoundError:
+            pass
+        except OSError as exc:  # a name too long, a loop of links
+            raise BadInput(f"{raw}: cannot read ({exc.strerror or exc})") from None
         if path.is_dir():
             found = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
             if not found:

@@ -193,7 +193,7 @@ def parse_host_spec(spec: str, colon_slots: bool = False) -> Target:
     validate_host(host)
     port = None
     if port_text is not None:
-        if not port_text.isdigit() or len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
+        if not (port_text.isascii() and port_text.isdigit()) or len(port_text) > 5 or not 1 <= int(port_text) <= 65535:
             raise ValueError(f"{spec!r}: port {port_text!r} is not a number from 1 to 65535")
         port = int(port_text)
         if port < _LOWEST_UNAMBIGUOUS_PORT and port != 22 and not spec.startswith("[") \
@@ -207,7 +207,7 @@ def parse_host_spec(spec: str, colon_slots: bool = False) -> Target:
 
 def _parse_count(field: str, name: str) -> int:
     value = field.split("=", 1)[1]
-    if not value.isdigit() or len(value) > 6 or not 1 <= int(value) <= MAX_SLOTS:
+    if not (value.isascii() and value.isdigit()) or len(value) > 6 or not 1 <= int(value) <= MAX_SLOTS:
         raise ValueError(f"{name}={value[:20]!r} is not a whole number from 1 to {MAX_SLOTS}")
     return int(value)
 

@@ -264,6 +264,8 @@ def parse_port_range(text: str) -> tuple[int, int]:
     """
     lo, _, hi = text.partition("-")
     try:
+        if not text.isascii() or len(text) > 20:
+            raise ValueError(text)
         low, high = int(lo), int(hi or lo)
     except ValueError:
         raise BadInput(f"--port-range {text!r}: expected LO-HI, e.g. 29500-29599") from None

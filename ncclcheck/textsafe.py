@@ -41,12 +41,35 @@ def printable_lines(text: str) -> str:
     return _CONTROL_LINES.sub(_escape, text)
 
 
+#: Longest run of non-space characters an error line repeats from its input.
+TOKEN_LIMIT = 200
+
+
+def shorten(text: object, limit: int = TOKEN_LIMIT) -> str:
+    """``text`` with every run of more than ``limit`` non-space characters cut, and an ellipsis
+    (``...``) where it was cut: a 1 MiB host name gives a short error line.
+
+    >>> shorten("bad host " + "x" * 500 + " here")[:20], len(shorten("x" * 500))
+    ('bad host xxxxxxxxxxx', 203)
+    """
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    return re.sub(r"\S{%d,}" % (limit + 1), lambda m: m.group()[:limit] + "...", text)
+
+
 def safe_console(**kwargs: object) -> object:
     """A rich Console that escapes control characters in the text it prints.
 
     Its own styling is untouched: rich writes colours from each segment's style, while the
     text of the segments (what came from input) is escaped, just before it is written.
+    Output that is not a terminal (a pipe, a log file, a test's capture) is not wrapped: a line
+    printed is one line, whatever the width, so that grep finds it; tables and panels still
+    fit the console's width. ``COLUMNS`` in the environment asks for that width: lines wrap
+    at it then (``COLUMNS=80 ncclcheck probe | less``).
     """
+    import os
+
     from rich.console import Console
     from rich.segment import Segment
 
@@ -56,4 +79,7 @@ def safe_console(**kwargs: object) -> object:
                 seg if seg.control else Segment(printable_lines(seg.text), seg.style)
                 for seg in buffer)
 
-    return SafeConsole(**kwargs)
+    console = SafeConsole(**kwargs)
+    if "soft_wrap" not in kwargs and not console.is_terminal and not os.environ.get("COLUMNS"):
+        console.soft_wrap = True
+    return console

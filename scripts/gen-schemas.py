@@ -37,8 +37,11 @@ MAPS = {"env", "candidate_env", "conf_env", "hosts_map", "values", "evidence", "
         "differences", "other", "nccl", "torch_nccl", "interfaces", "devices", "nics", "chains"}
 
 
-def infer(samples: list, key: str = "") -> dict:
-    """A schema that every sample satisfies: types, object properties, array items."""
+def infer(samples: list, key: str = "", nullable: bool = NULLABLE) -> dict:
+    """A schema that every sample satisfies: types, object properties, array items.
+
+    The items of a list of objects are objects, never null (unless a sample has a null item):
+    readers index them (``gpus[i].get(...)``), and no writer leaves a hole in such a list."""
     types = []
     for s in samples:
         t = JSON_TYPES[type(s)]
@@ -51,7 +54,7 @@ def infer(samples: list, key: str = "") -> dict:
     out: dict = {}
     if not types or types == ["null"]:  # never seen with a value: nothing known about it
         return out
-    if NULLABLE and "null" not in types:  # a probe that could not read a value writes null
+    if nullable and "null" not in types:  # a probe that could not read a value writes null
         types.append("null")
     out["type"] = types[0] if len(types) == 1 else sorted(types)
     objects = [s for s in samples if isinstance(s, dict)]
@@ -68,7 +71,7 @@ def infer(samples: list, key: str = "") -> dict:
     arrays = [s for s in samples if isinstance(s, list)]
     items = [v for a in arrays for v in a]
     if items:
-        out["items"] = infer(items)
+        out["items"] = infer(items, nullable=not all(isinstance(v, dict) for v in items))
     return out
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,16 @@ import pytest
 # Every document the suite writes (in this process and in the ncclcheck processes it starts) is
 # validated against its schema first: a writer that drifts from its schema fails the test.
 os.environ.setdefault("NCCLCHECK_VALIDATE_WRITES", "1")
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+# A run stopped at its time limit (SIGTERM) ends as an interrupted one: fixtures' finalizers and
+# atexit hooks run, so namespace clusters and their daemons do not outlive it (issue 28).
+if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _terminated)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HOSTS = FIXTURES / "hosts"

@@ -188,9 +188,36 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
     logs = sorted((FIXTURES / "logs").glob("*.log"))[:6]
     diagnosis = [diagnose_files([str(p)]) for p in logs]
     rec = recommend(cluster_document(facts[:3], [], source="fuzz"))
+    reports = FIXTURES / "reports"
     return {"facts": [dumps(f) for f in facts], "cluster": [dumps(cluster)],
             "bench": [dumps(b) for b in bench], "diagnosis": [dumps(d) for d in diagnosis],
-            "recommendation": [dumps(rec)]}
+            "recommendation": [dumps(rec)],
+            "pairwise": [(reports / "netns-hunt" / "pairwise.json").read_text()],
+            "tune": [(reports / "netns-tune" / "tune.json").read_text()]}
+
+
+# -- the sweep: every key path, in turn, set to each wrong type (issue 28) -------------------------
+
+SWEEP_VALUES: list[Any] = [None, 1, "x", [], {}]
+
+
+def sweep_cases(text: str, limit: int = 5000) -> list[tuple[tuple, Any, str]]:
+    """``(path, value, mutated text)`` for every key path of a document and every value of
+    :data:`SWEEP_VALUES`; of a list's items, the first that has each key path stands for all."""
+    doc = json.loads(text)
+    out = []
+    seen: set[tuple] = set()
+    for path in _paths(doc, limit=limit):
+        shape = tuple("*" if isinstance(step, int) else step for step in path)
+        if not path or shape in seen:  # one item of a list stands for the others
+            continue
+        seen.add(shape)
+        for value in SWEEP_VALUES:
+            copy = json.loads(text)
+            parent, key = _parent(copy, path)
+            parent[key] = value
+            out.append((path, value, json.dumps(copy)))
+    return out
 
 
 def _text_seeds(kind: str) -> list[str]:
@@ -216,7 +243,8 @@ def readers() -> list[Reader]:
         return get
 
     return [
-        Reader("report DOC", seeds("facts", "cluster", "bench", "diagnosis", "recommendation"),
+        Reader("report DOC", seeds("facts", "cluster", "bench", "diagnosis", "recommendation",
+                                   "pairwise", "tune"),
                lambda p: ["report", p, "-o", p + ".html"]),
         Reader("recommend --bench DOC", seeds("bench"),
                lambda p: ["recommend", "--probe", str(HOSTS / "h100-ib-8gpu" / "facts.json"),
@@ -242,3 +270,49 @@ def case(reader: Reader, seeds: list[str], rng: random.Random, folder: Path) -> 
     path = folder / "case.input"
     path.write_bytes(text.encode("utf-8", "surrogatepass"))
     return text, run_cli(reader.argv(str(path)))
+
+
+# -- every command's options, each given a hostile value (issue 28) -----------------------------
+
+#: Values for an option: out of range, not finite, non-ASCII digits, huge, not text, bad paths.
+HOSTILE_VALUES = ["-1", "0", "99999999999999999999", "1e309", "nan", "-inf", "\u0663", "",
+                  "x" * 5000, "\udcff", "/nonexistent/x", "/proc/self/nope", "\x1b[2J",
+                  "a\u202eb", "9" * 400 + "M", "/dev/zero", "1" * 30]
+
+
+def command_bases(folder: Path) -> dict[str, list[str]]:
+    """A cheap command line per command: with a valid value for the option under test it does
+    little (replays, imports, reads a fixture) and never starts ranks or connects."""
+    hostfile = folder / "hosts"
+    hostfile.write_text("127.0.0.1\n")
+    docs = FIXTURES / "reports" / "h100-ib"
+    return {
+        "probe": ["probe", "--replay", str(HOSTS / "h100-ib-8gpu"), "--json"],
+        "bench": ["bench", "--import", str(FIXTURES / "nccl-tests" /
+                                           "a3mega-h100-2x8-all_reduce.txt"), "--json"],
+        "tune": ["tune", "--hostfile", str(folder / "no-such-hostfile")],
+        "rank": ["rank", "--hostfile", str(hostfile)],
+        "recommend": ["recommend", "--probe", str(HOSTS / "h100-ib-8gpu" / "facts.json"), "-q"],
+        "diagnose": ["diagnose", str(sorted((FIXTURES / "logs").glob("*.log"))[0])],
+        "report": ["report", str(docs / "facts-h100-node-01.json"), "-o",
+                   str(folder / "report.html")],
+        "record": ["record", str(folder / "record"), "--root", str(folder / "no-such-root")],
+        "rules": ["rules"],
+        "schema": ["schema"],
+    }
+
+
+def option_cases(folder: Path) -> list[tuple[str, str, list[str]]]:
+    """``(command, option, argv)``: every option that takes a value, of every command."""
+    import click
+
+    from ncclcheck.cli import cli
+
+    out = []
+    for name, base in command_bases(folder).items():
+        command = cli.commands[name]
+        for param in command.params:
+            if not isinstance(param, click.Option) or param.is_flag or not param.opts:
+                continue
+            out.append((name, param.opts[-1], base))
+    return out

@@ -51,12 +51,58 @@ teardown = impl.teardown
 netns_pids = impl.netns_pids
 
 
+def _alive(pid: object) -> bool:
+    import os
+
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_orphans() -> list[str]:
+    """Tear down the clusters (namespaces, sshd, slurmctld, slurmd, munged) that an earlier test
+    run left when it was killed: those whose state names an owner process that is gone. Only
+    clusters this fixture made carry ``owner_pid``; a cluster started by hand is never touched."""
+    import json
+
+    reaped = []
+    for path in impl.STATE_ROOT.glob("ncclcheck-netns-*/state.json"):
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(state, dict) and "owner_pid" in state and not _alive(state["owner_pid"]):
+            name = path.parent.name.removeprefix("ncclcheck-netns-")
+            teardown(name)
+            reaped.append(name)
+    return reaped
+
+
+def _owned(c):
+    """Mark ``c`` as this test process's (see :func:`reap_orphans`); tear it down at exit too."""
+    import atexit
+    import os
+
+    c.state["owner_pid"] = os.getpid()
+    c._save()
+    atexit.register(teardown, c.name)  # a run stopped by SIGTERM or an error still cleans up
+    return c
+
+
 @pytest.fixture(scope="module")
 def make_cluster():
     """A factory ``make_cluster(n=2, fresh=False, **kw) -> Cluster``; clusters live for the module.
 
     Calls with the same arguments share one cluster unless ``fresh=True``. Tests that change a
-    shared cluster (``set_rate``) should restore it or ask for a fresh one.
+    shared cluster (``set_rate``) should restore it or ask for a fresh one. Every cluster is torn
+    down in the fixture's finalizer and, should that not run, at exit (``atexit``); one left by
+    a killed run is torn down by the next (:func:`reap_orphans`, at import).
     """
     made: dict = {}
     fresh_ones: list = []
@@ -64,16 +110,18 @@ def make_cluster():
     def make(n: int = 2, fresh: bool = False, **kw):
         key = (n, tuple(sorted((k, repr(v)) for k, v in kw.items())))
         if fresh:
-            c = Cluster.up(n, **kw)
+            c = _owned(Cluster.up(n, **kw))
             fresh_ones.append(c)
             return c
         if key not in made:
-            made[key] = Cluster.up(n, **kw)
+            made[key] = _owned(Cluster.up(n, **kw))
         return made[key]
 
-    yield make
-    for c in list(made.values()) + fresh_ones:
-        c.down()
+    try:
+        yield make
+    finally:
+        for c in list(made.values()) + fresh_ones:
+            c.down()
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +150,7 @@ def slurm_cluster(make_cluster, tmp_path_factory):
     env["TMPDIR"] = str(tmp_path_factory.mktemp("slurm-tmpdir"))
     yield c, env
     slurm.stop(c.state)
+
+
+if __import__("os").geteuid() == 0:  # what an earlier, killed run left under its own names
+    reap_orphans()

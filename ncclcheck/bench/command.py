@@ -7,6 +7,7 @@ the results) runs it and writes the outputs with :func:`write_outputs`.
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any
 
 import click
@@ -66,6 +67,9 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
     sizes = sweep.sizes(min_bytes, max_bytes, req.step_factor)
     env = envfile.candidate_env(req.env_assignments, req.env_files)
     env.update(extra_env or {})
+    envfile.check_size(env, "the run's settings")
+    if req.nccl_log_dir:
+        check_log_dir(req.nccl_log_dir, local=not req.hostfile)
     if req.remote_python:
         from ncclcheck.remote import validate_remote_python
 
@@ -87,6 +91,21 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         nccl_log_dir=req.nccl_log_dir, link_rate_gbps=req.link_rate,
         average=sweep.get_average(req.average),
         sweep={"min_bytes": min_bytes, "max_bytes": max_bytes, "step_factor": req.step_factor})
+
+
+def check_log_dir(folder: str, local: bool) -> None:
+    """Refuse an unusable ``--nccl-log-dir`` before anything starts; on this node (``local``:
+    no ``--hostfile``) create it now. Over ssh each node creates it."""
+    if "\0" in folder or len(os.fsencode(folder)) > 4095 or not folder.strip():
+        raise BadInput("--nccl-log-dir: not a usable path")
+    if local:
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except OSError as exc:
+            raise BadInput(f"--nccl-log-dir {folder}: cannot create "
+                           f"({exc.strerror or exc})") from None
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise BadInput(f"--nccl-log-dir {folder}: not writable")
 
 
 def launcher_note(environ: dict[str, str]) -> str | None:

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from ncclcheck.errors import BadInput
+from ncclcheck.textsafe import printable
 
 #: Variables a candidate configuration may set: NCCL's and PyTorch's knobs, gloo's interface,
 #: the network plugins' own (libfabric, UCX) and CUDA's connection settings.
@@ -32,6 +33,10 @@ _LINE_RE = re.compile(rf"^(?:export\s+)?(?P<name>{_NAME})=(?P<value>.*)$")
 _BARE_RE = re.compile(r"^[A-Za-z0-9_.,:=^/+@%-]*$")
 _DOUBLE_FORBIDDEN = set('$`\\"!')
 MAX_VALUE = 4096
+#: Settings one run may carry, and their size in all: every rank's environment holds them,
+#: and the spec that carries them to the nodes is one argument (Linux: 128 KiB at most).
+MAX_SETTINGS = 512
+MAX_ENV_BYTES = 32 * 1024
 
 
 def _unquote(raw: str) -> str | None:
@@ -84,8 +89,10 @@ def parse_env_text(text: str, source: str = "env file") -> dict[str, str]:
                            "$, `, \\ or !")
         if len(value) > MAX_VALUE:
             raise BadInput(f"{where}: {name}: value longer than {MAX_VALUE} characters")
+        if _has_control(value):
+            raise BadInput(f"{where}: {name}: value holds a control character")
         env[name] = value
-    return env
+    return check_size(env, source)
 
 
 def load_env_file(path: str | Path) -> dict[str, str]:
@@ -116,7 +123,24 @@ def parse_assignment(text: str) -> tuple[str, str]:
     check_name(name, f"--env {text}")
     if "\n" in value or "\0" in value or len(value) > MAX_VALUE:
         raise BadInput(f"--env {name}: value must be one line of at most {MAX_VALUE} characters")
+    if _has_control(value):
+        raise BadInput(f"--env {name}: value holds a control character "
+                       f"({printable(value)[:80]})")
     return name, value
+
+
+def _has_control(value: str) -> bool:
+    return printable(value) != value
+
+
+def check_size(env: dict[str, str], source: str) -> dict[str, str]:
+    """Refuse a configuration too large to hand to the ranks (:data:`MAX_SETTINGS`,
+    :data:`MAX_ENV_BYTES`), before anything starts."""
+    size = sum(len(k) + len(v) + 2 for k, v in env.items())
+    if len(env) > MAX_SETTINGS or size > MAX_ENV_BYTES:
+        raise BadInput(f"{source}: {len(env)} settings, {size} bytes; a run takes at most "
+                       f"{MAX_SETTINGS} settings and {MAX_ENV_BYTES // 1024} KiB")
+    return env
 
 
 def candidate_env(assignments: list[str] | tuple[str, ...] = (),
@@ -128,7 +152,7 @@ def candidate_env(assignments: list[str] | tuple[str, ...] = (),
     for text in assignments:
         name, value = parse_assignment(text)
         env[name] = value
-    return env
+    return check_size(env, "--env and --env-file")
 
 
 def content_labels(envs: list[dict[str, str]], names: list[str]) -> list[str]:

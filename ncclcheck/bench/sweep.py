@@ -11,9 +11,11 @@ from dataclasses import dataclass
 
 from ncclcheck.errors import BadInput
 
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_SIZE_RE = re.compile(r"^\s*(\d{1,16})\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE | re.ASCII)
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 MAX_SIZES = 64
+#: The largest message size: 1 TiB (nccl-tests' sweeps stop at a GPU's memory, well below).
+MAX_BYTES = 1 << 40
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,12 @@ def parse_size(text: str) -> int:
     """
     match = _SIZE_RE.match(str(text))
     if not match:
-        raise BadInput(f"size {text!r}: expected a whole number of bytes with an optional "
-                       "K, M, G or T (K = 1024)")
-    return int(match.group(1)) * _UNITS[match.group(2).lower()]
+        raise BadInput(f"size {str(text)[:40]!r}: expected a whole number of bytes with an "
+                       "optional K, M, G or T (K = 1024)")
+    size = int(match.group(1)) * _UNITS[match.group(2).lower()]
+    if size > MAX_BYTES:
+        raise BadInput(f"size {text!r}: larger than {MAX_BYTES >> 40}T")
+    return size
 
 
 def sizes(min_bytes: int, max_bytes: int, step_factor: int) -> list[int]:
@@ -137,7 +142,7 @@ def get_average(text: str) -> str:
     return key
 
 
-_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$", re.I)
+_BUDGET = re.compile(r"^\s*(\d{1,9}(?:\.\d{1,9})?)\s*([smh]?)\s*$", re.I | re.ASCII)
 
 
 def parse_budget(text: str) -> float:
@@ -153,4 +158,7 @@ def parse_budget(text: str) -> float:
     match = _BUDGET.match(text or "")
     if not match or float(match.group(1)) <= 0:
         raise ValueError(f"--budget {text!r}: expected a duration such as 90s, 10m or 1h")
-    return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]
+    seconds = float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2).lower()]
+    if seconds > 7 * 86400:
+        raise ValueError(f"--budget {text!r}: more than a week")
+    return seconds

@@ -115,6 +115,7 @@ def check_shape(doc: Any, source: str = "pairwise document") -> dict[str, Any]:
                for v in doc["slow_links"]):
         raise BadInput(f"{source}: {SCHEMA} slow_links entries need two 'hosts'")
     rows = doc["matrix"].get("gbps")
-    if not isinstance(rows, list) or len(rows) != len(doc["hosts"]):
+    if not isinstance(rows, list) or len(rows) != len(doc["hosts"]) or any(
+            not isinstance(row, list) or len(row) != len(rows) for row in rows):
         raise BadInput(f"{source}: {SCHEMA} matrix is not N x N for {len(doc['hosts'])} hosts")
     return doc

@@ -21,6 +21,15 @@ def section_data(facts: dict[str, Any], name: str) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def items(value: Any) -> list[dict[str, Any]]:
+    """The objects of a list in a document (a null or other stray item is skipped).
+
+    >>> items([{"a": 1}, None, 3]), items(None)
+    ([{'a': 1}], [])
+    """
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def hostname_of(facts: dict[str, Any]) -> str:
     """The node's name in a facts document."""
     return str(facts.get("hostname") or section_data(facts, "host").get("hostname") or "unknown")
@@ -58,7 +67,7 @@ def gpu_summary(gpu: dict[str, Any]) -> str | None:
     """
     if not gpu:
         return None
-    gpus = gpu.get("gpus") or []
+    gpus = items(gpu.get("gpus"))
     count = gpu.get("count", len(gpus))
     if not count:
         return "none"
@@ -79,7 +88,7 @@ def data_nics(network: dict[str, Any]) -> list[dict[str, Any]]:
     ...     {"name": "ens1", "kind": "physical"}]})]
     ['eth0', 'ens1']
     """
-    return [i for i in network.get("interfaces") or [] if i.get("kind") in DATA_NIC_KINDS
+    return [i for i in items(network.get("interfaces")) if i.get("kind") in DATA_NIC_KINDS
             or (i.get("kind") == "veth" and i.get("ipv4") and not i.get("master"))]
 
 
@@ -91,7 +100,7 @@ def rdma_summary(ib: dict[str, Any]) -> tuple[str | None, str]:
     ...   {"port": 1, "state": "DOWN", "rate_gbps": 10, "link_layer": "InfiniBand"}]}]})[0]
     '1 of 2 active: 1 x 400 Gb/s IB'
     """
-    ports = [(d.get("name"), p) for d in ib.get("devices") or [] for p in d.get("ports") or []]
+    ports = [(d.get("name"), p) for d in items(ib.get("devices")) for p in items(d.get("ports"))]
     if not ports:
         return (None, "") if not ib else ("no RDMA ports", "")
     active = [(n, p) for n, p in ports if p.get("state") == "ACTIVE"]
@@ -151,9 +160,9 @@ NODE_COLUMNS = [("host", "node"), ("gpus", "GPUs"), ("driver", "driver"), ("nccl
 def gpu_rows(gpu: dict[str, Any]) -> list[dict[str, Any]]:
     """Per-GPU rows of one node."""
     rows = []
-    for g in gpu.get("gpus") or []:
-        pcie = g.get("pcie") or {}
-        links = g.get("nvlinks")
+    for g in items(gpu.get("gpus")):
+        pcie = g.get("pcie") if isinstance(g.get("pcie"), dict) else {}
+        links = None if g.get("nvlinks") is None else items(g.get("nvlinks"))
         width = (f"x{pcie.get('width_current') or '?'}"
                  + ("" if pcie.get("width_current") == pcie.get("width_max")
                     else f" of x{text(pcie.get('width_max'))}"))
@@ -176,7 +185,7 @@ def port_rows(ib: dict[str, Any]) -> list[dict[str, Any]]:
              "rate": p.get("rate"), "layer": p.get("link_layer"), "netdev": p.get("netdev"),
              "numa": dev.get("numa_node"), "gid": p.get("roce_v2_ipv4_gid_index"),
              "fw": dev.get("fw_ver")}
-            for dev in ib.get("devices") or [] for p in dev.get("ports") or []]
+            for dev in items(ib.get("devices")) for p in items(dev.get("ports"))]
 
 
 def nic_rows(network: dict[str, Any]) -> list[dict[str, Any]]:
@@ -186,7 +195,7 @@ def nic_rows(network: dict[str, Any]) -> list[dict[str, Any]]:
                        and i["speed_mbps"] >= 1000 else text(i.get("speed_mbps"))),
              "mtu": i.get("mtu"), "numa": i.get("numa_node"), "driver": i.get("driver"),
              "master": i.get("master"),
-             "ipv4": [f"{a.get('address')}/{a.get('prefix')}" for a in i.get("ipv4") or []],
+             "ipv4": [f"{a.get('address')}/{a.get('prefix')}" for a in items(i.get("ipv4"))],
              "route": i.get("default_route")}
             for i in data_nics(network)]
 
@@ -300,8 +309,8 @@ def expected_transport(nodes: list[dict[str, Any]]) -> str:
         return "-"
     by_kind: dict[str, list[str]] = {}
     for facts in nodes:
-        layers = {p.get("link_layer") for dev in section_data(facts, "ib").get("devices") or []
-                  for p in dev.get("ports") or [] if p.get("state") == "ACTIVE"}
+        layers = {p.get("link_layer") for dev in items(section_data(facts, "ib").get("devices"))
+                  for p in items(dev.get("ports")) if p.get("state") == "ACTIVE"}
         kind = ("Socket" if not layers else "IB over RoCE" if layers == {"Ethernet"}
                 else "IB" if layers == {"InfiniBand"} else "IB (InfiniBand and RoCE ports)")
         by_kind.setdefault(kind, []).append(hostname_of(facts))

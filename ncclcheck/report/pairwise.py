@@ -12,7 +12,15 @@ from ncclcheck.report.expected import pairwise_expected_view
 
 
 def _g(value: Any) -> str:
-    return f"{value:.4g}" if isinstance(value, (int, float)) else "-"
+    return f"{value:.4g}" if _num(value) is not None else "-"
+
+
+def _num(value: Any) -> float | None:
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
 def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
@@ -20,7 +28,9 @@ def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
     fleet = doc.get("fleet") or {}
     sched = doc.get("schedule") or {}
     method = doc.get("method") or {}
-    slow = [v["host"] for v in doc["slow_nodes"]]
+    median = _num(fleet.get("median_gbps"))
+    slow_nodes = _dicts(doc["slow_nodes"])
+    slow = [v["host"] for v in slow_nodes]
     return {
         "name": name,
         "node_count": len(doc["hosts"]),
@@ -31,13 +41,15 @@ def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
         "pair_s": method.get("pair_s"),
         "out_of_time": [" <-> ".join(v.get("hosts") or []) for v in doc.get("out_of_time") or []],
         "backend": text(method.get("backend")),
-        "fleet_median": _g(fleet.get("median_gbps")),
-        "slow_nodes": [{"host": v["host"], "score": f"{v['score']:.0%}",
+        "fleet_median": _g(median),
+        "slow_nodes": [{"host": v["host"],
+                        "score": f"{v['score']:.0%}" if _num(v.get("score")) is not None
+                        else "-",
                         "level": _g(v.get("level_gbps")), "pairs": v.get("pair_count"),
                         "why": text(v.get("why")),
-                        "evidence": ", ".join(f"{p['peer']} {_g(p['gbps'])}"
-                                              for p in v.get("pairs", [])[:8])}
-                       for v in doc["slow_nodes"]],
+                        "evidence": ", ".join(f"{text(p.get('peer'))} {_g(p.get('gbps'))}"
+                                              for p in _dicts(v.get("pairs"))[:8])}
+                       for v in slow_nodes],
         "slow_links": [{"hosts": " <-> ".join(v["hosts"]), "gbps": _g(v.get("gbps")),
                         "ratio": f"{v['ratio']:.0%}" if isinstance(v.get("ratio"), (int, float))
                         else "-", "expected": _g(v.get("expected_gbps")),
@@ -46,9 +58,9 @@ def pairwise_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
         "expected": pairwise_expected_view(doc.get("expected")),
         "missing": len(doc.get("missing_pairs") or []),
         "heatmap": Markup(heatmap(doc["hosts"], doc["matrix"]["gbps"],
-                                  fleet.get("median_gbps"), slow,
+                                  median, slow,
                                   title=f"pair bandwidth, {name}",
                                   links=[v["hosts"] for v in doc["slow_links"]])),
-        "node_chart": Markup(node_chart(doc.get("nodes") or [], fleet.get("node_cut"),
+        "node_chart": Markup(node_chart(_dicts(doc.get("nodes")), _num(fleet.get("node_cut")),
                                         title=f"node scores, {name}")),
     }

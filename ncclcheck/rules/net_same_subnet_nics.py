@@ -32,14 +32,12 @@ def data_interfaces(facts: dict[str, Any]) -> list[dict[str, Any]]:
 
 def shared_subnets(facts: dict[str, Any]) -> dict[str, list[str]]:
     """``{subnet: [interface, ...]}`` for every IPv4 subnet on two or more data interfaces."""
-    by_subnet: dict[str, list[str]] = {}
+    by_subnet: dict[str, dict[str, None]] = {}  # an ordered set: linear in the interfaces
     for iface in data_interfaces(facts):
         for addr in iface.get("ipv4") or []:
             if addr.get("subnet") and not str(addr.get("address", "")).startswith("169.254."):
-                names = by_subnet.setdefault(str(addr["subnet"]), [])
-                if iface["name"] not in names:
-                    names.append(iface["name"])
-    return {s: n for s, n in by_subnet.items() if len(n) > 1}
+                by_subnet.setdefault(str(addr["subnet"]), {})[iface["name"]] = None
+    return {s: list(n) for s, n in by_subnet.items() if len(n) > 1}
 
 
 def effective(sysctl: dict[str, Any], name: str, key: str) -> int | None:
@@ -64,8 +62,12 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     rdma = fact(facts, "ib.devices", []) or []
     efa = bool(rdma) and len(efa_devices(facts)) == len(rdma) and bool(ofi_plugin(facts))
     findings = []
+    by_destination: dict[Any, list[dict[str, Any]]] = {}
+    for r in routes:
+        if isinstance(r, dict) and isinstance(r.get("destination"), str):
+            by_destination.setdefault(r["destination"], []).append(r)
     for subnet, names in shared_subnets(facts).items():
-        same = [r for r in routes if r.get("destination") == subnet]
+        same = by_destination.get(subnet, [])
         arp = {n: (effective(sysctl, n, "arp_ignore"), effective(sysctl, n, "arp_announce"))
                for n in names}
         arp_pinned = all((i or 0) >= 1 and (a or 0) >= 2 for i, a in arp.values())
