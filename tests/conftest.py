@@ -73,3 +73,7 @@ def have_root_netns() -> bool:
 # In CI (CI=true) nothing is skipped: a missing prerequisite fails the test instead of hiding it.
 needs_netns = pytest.mark.skipif(not have_root_netns() and not os.environ.get("CI"),
                                  reason="needs root and iproute2")
+
+#: Scripts the tests run as programs, not test modules: importing one under --doctest-modules
+#: runs it (tests/jobdir/fault_job.py reads its rank from the environment at import).
+collect_ignore = ["jobdir/fault_job.py"]
