@@ -210,11 +210,13 @@ def recommend(cluster: dict[str, Any], runs: list[dict[str, Any]] | None = None,
 
     nodes = list(cluster.get("nodes") or [])
     if not nodes:
-        from ncclcheck.errors import NcclcheckError
+        from ncclcheck.errors import BadInput, NcclcheckError
 
         failed = "; ".join(f"{f.get('host')}: {f.get('reason')}" for f in cluster.get("failed") or [])
-        raise NcclcheckError("no node's facts to recommend from"
-                             + (f" (every host failed: {failed[:300]})" if failed else ""))
+        if not failed:  # a document that holds no node at all: bad input (exit 2), not a run
+            raise BadInput("no node's facts to recommend from: the input holds no node")
+        raise NcclcheckError(f"no node's facts to recommend from (every host failed: "
+                             f"{failed[:300]})")
     hosts = [str(n.get("hostname")) for n in nodes]
     # rules over 1,000 nodes allocate a lot and free it all by refcount; and they share the
     # interface selection and per-node port lists, worked out once while the facts hold still

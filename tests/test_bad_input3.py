@@ -319,3 +319,24 @@ def test_sigterm_ends_the_run_as_an_interrupt():
     import conftest
 
     assert signal.getsignal(signal.SIGTERM) is conftest._terminated
+
+
+def test_a_cluster_document_with_no_node_is_bad_input(tmp_path):
+    """The one case the wrong-type sweep left at exit 1: `nodes: []` in a cluster document."""
+    import json
+    import subprocess
+    import sys
+
+    facts = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--replay",
+                            "tests/fixtures/hosts/cloud-vm-1nic", "--json"],
+                           capture_output=True, text=True, timeout=120, check=False).stdout
+    (tmp_path / "f.json").write_text(facts)
+    cluster = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--from",
+                              str(tmp_path / "f.json"), "--json"],
+                             capture_output=True, text=True, timeout=120, check=False).stdout
+    doc = json.loads(cluster)
+    doc["nodes"], doc["failed"] = [], []
+    (tmp_path / "c.json").write_text(json.dumps(doc))
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "recommend", "--probe",
+                          str(tmp_path / "c.json")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "holds no node" in out.stderr
