@@ -212,13 +212,13 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
         if not is_local(ip):
             raise RendezvousError(f"rank 0 hosts the rendezvous store but {label} is "
                                   f"not an address of this node; fix: {FIX}")
-        busy = port_taken(ip, port)
+        # No check before: under torchrun the agent's own store already listens on this port
+        # and torch's TCPStore still starts (its listeners share the port); only a failure is
+        # told apart, as a port in use or a firewall.
         try:
-            if busy:
-                raise OSError(f"port {port} is in use")
             store = dist.TCPStore(ip, port, world, True, short, wait_for_workers=False)
         except Exception as exc:  # noqa: BLE001 - port taken, or a firewall: one line
-            if busy or port_taken(ip, port) or "in use" in str(exc):
+            if port_taken(ip, port) or "in use" in str(exc):
                 raise RendezvousError(f"cannot listen on {label}:{port} for the rendezvous "
                                       f"(the port is in use); fix: pass a free "
                                       "--master-port") from None
