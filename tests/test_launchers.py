@@ -230,7 +230,7 @@ def test_readme_deepspeed_line_runs_bench_on_both_nodes(make_cluster, tmp_path):
     (tmp_path / ".deepspeed_env").write_text("NCCL_SOCKET_IFNAME=eth0\n")
     env = dict(os.environ, PATH=f"{shim}:{Path(sys.executable).parent}:{os.environ['PATH']}")
     out, _ = run(["deepspeed", "--hostfile", "hosts", "--num_nodes", "2", "--module",
-                  "ncclcheck", "bench", *SMALL], env, timeout=240, cwd=tmp_path)
+                  "ncclcheck", "bench"], env, timeout=400, cwd=tmp_path)
     assert "--local_rank=0" in out.stdout + out.stderr      # DeepSpeed did put it there
     assert out.returncode == 0, (out.stdout + out.stderr)[-3000:]
     assert "No such option" not in out.stdout + out.stderr
