@@ -28,7 +28,10 @@ TARGET = 1
 
 def run_job(folder: Path, fault: str) -> Path:
     folder.mkdir()
-    env = {**os.environ, "FAULT": fault, "FAULT_RANK": str(TARGET), "COLL_TIMEOUT": "4",
+    (folder / "tmp").mkdir()
+    # its own TMPDIR: this module-scoped fixture runs before conftest's per-test TMPDIR, and
+    # torchrun leaves torchelastic_* (and torch torchinductor_*) folders in the TMPDIR it gets
+    env = {**os.environ, "TMPDIR": str(folder / "tmp"), "FAULT": fault, "FAULT_RANK": str(TARGET), "COLL_TIMEOUT": "4",
            "TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_"), "OMP_NUM_THREADS": "1"}
     with open(folder / "job.log", "wb") as log:
         subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", str(JOB)], env=env,
