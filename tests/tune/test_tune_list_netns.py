@@ -5,12 +5,14 @@ baseline runs on eth0, so nothing beats it, and before issue 27 tune kept the ru
 slow member leaves the list, nothing is labelled a winner, and the one-command path writes
 what the three-step manual recipe writes (``=eth0``).
 
-``--repeats 2`` (the README's default is 3) keeps this test near two minutes; the decision
-rules are the same at any repeat count."""
+Both paths are README's own lines, read from README.md and run as they stand there (tune at its
+defaults; the recipe's ``bench --compare`` at the sizes tune measures), with only the hostfile's
+path and the cluster's ``--ssh-config`` filled in."""
 
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -26,38 +28,56 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netn
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
-def ncclcheck(c, *args, timeout=300):
+def readme_line(start: str) -> list[str]:
+    """The argv of README's first command line that starts with ``start`` (its comment cut)."""
+    for line in (REPO / "README.md").read_text().splitlines():
+        if line.startswith(start):
+            return shlex.split(line, comments=True)
+    raise AssertionError(f"README.md has no line starting {start!r}")
+
+
+def run_readme(c, tmp_path, start: str, timeout=600) -> str:
+    """README's line in ``tmp_path`` as its working folder: ``hosts`` is the cluster's hostfile,
+    the cluster's ssh config is added, ``cand/*.env`` is globbed and ``> FILE`` is written."""
+    argv = readme_line(start)
+    assert argv[0] == "ncclcheck"
+    redirect = None
+    if ">" in argv:
+        k = argv.index(">")
+        argv, redirect = argv[:k], argv[k + 1]
+    args: list[str] = []
+    for a in argv[1:]:
+        args += sorted(str(p) for p in tmp_path.glob(a)) if "*" in a else [a]
+    if "--hostfile" in args:
+        args[args.index("--hostfile") + 1] = c.hostfile
+        args += ["--ssh-config", c.ssh_config]
     out = subprocess.run([sys.executable, "-m", "ncclcheck", *args], capture_output=True,
-                         text=True, timeout=timeout, cwd=REPO, check=False)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out
+                         text=True, timeout=timeout, cwd=tmp_path, check=False)
+    assert out.returncode == 0, (args, out.stderr[-3000:])
+    if redirect and not redirect.startswith("/dev/"):
+        (tmp_path / redirect).write_text(out.stdout)
+    return out.stderr
 
 
 def test_tune_drops_the_slow_nic_and_agrees_with_the_manual_recipe(make_cluster, tmp_path):
     c = make_cluster(2, links="eth0:auto:400mbit,eth1:auto:100mbit")
-    ssh = ["--hostfile", c.hostfile, "--ssh-config", c.ssh_config]
 
-    # the one command
-    out = ncclcheck(c, "tune", *ssh, "--repeats", "2", "-o", str(tmp_path / "tune.env"),
-                    "--doc", str(tmp_path / "tune.json"))
-    tuned = parse_env_text((tmp_path / "tune.env").read_text())["NCCL_SOCKET_IFNAME"]
+    # the one command, as README shows it (its defaults: 3 repeats)
+    err = run_readme(c, tmp_path, "ncclcheck tune --hostfile hosts -o nccl.env --json")
+    tuned = parse_env_text((tmp_path / "nccl.env").read_text())["NCCL_SOCKET_IFNAME"]
     doc = json.loads((tmp_path / "tune.json").read_text())
-    assert doc["backend"] == "gloo"
+    assert doc["backend"] == "gloo" and doc["settings"]["repeats"] == 3
     rules = next(c for c in doc["candidates"] if c["id"] == "recommended")["env"]
     assert rules["NCCL_SOCKET_IFNAME"] == "=eth0,eth1"
     assert tuned == "=eth0" and doc["winner"]["trimmed"] == ["eth1"]
-    assert not doc["winner"]["significant"] and "WINNER" not in out.stderr
+    assert not doc["winner"]["significant"] and "WINNER" not in err
     assert "loses eth1: eth1 alone measured" in doc["winner"]["why"]
 
     # the three-step manual recipe of README (recommend's tie, bench --compare, recommend --bench)
-    ncclcheck(c, "probe", *ssh, "-o", str(tmp_path / "cluster.json"))
-    cand = tmp_path / "cand"
-    ncclcheck(c, "recommend", "--probe", str(tmp_path / "cluster.json"), "--candidates-dir",
-              str(cand), "-q")
-    # tune's sizes (-b 1M -e 2M -w 1 -n 4): the sweep's 128M default takes minutes at 100 Mbit/s
-    ncclcheck(c, "bench", *ssh, "-b", "1M", "-e", "2M", "-w", "1", "-n", "4", "--compare",
-              *sorted(str(p) for p in cand.glob("*.env")), "-o", str(tmp_path / "compare.json"))
-    rec = ncclcheck(c, "recommend", "--probe", str(tmp_path / "cluster.json"), "--bench",
-                    str(tmp_path / "compare.json"))
-    manual = parse_env_text(rec.stdout)["NCCL_SOCKET_IFNAME"]
+    (tmp_path / "nccl.env").unlink()
+    run_readme(c, tmp_path, "ncclcheck probe --hostfile hosts -o cluster.json")
+    run_readme(c, tmp_path, "ncclcheck recommend --probe cluster.json --candidates-dir cand/")
+    run_readme(c, tmp_path, "ncclcheck bench --hostfile hosts --compare cand/*.env")
+    run_readme(c, tmp_path, "ncclcheck recommend --probe cluster.json --bench compare.json")
+    manual = parse_env_text((tmp_path / "nccl.env").read_text())["NCCL_SOCKET_IFNAME"]
     assert manual == tuned == "=eth0"
