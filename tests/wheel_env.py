@@ -13,11 +13,17 @@ copy of the source tree (the checkout stays untouched), with pip's ordinary buil
 
 ``installed(..., bench=True)`` adds the ``[bench]`` extra with torch pinned as
 scripts/install-test-deps pins it (the CPU build). Environments are cached for the session.
+
+Unpacking torch's wheel (700 MB, 14,000 files) took three minutes of a loaded CI box, so when
+the Python running the tests holds the pinned torch, its files and those of what it requires (as their RECORDs list
+them) are hard-linked into the fresh venv first: pip then finds them installed, checks them
+against the pin and ncclcheck's requirements, and installs the rest as for a user.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import os
 import re
 import shutil
@@ -97,6 +103,63 @@ class Venv:
         return run(argv, cwd, timeout, clean_env(PATH=path, **env))
 
 
+def torch_closure() -> list[importlib.metadata.Distribution]:
+    """This interpreter's torch and what it requires (markers evaluated, extras left out), when
+    torch is the pinned build; else nothing."""
+    try:
+        torch = importlib.metadata.distribution("torch")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    if f"torch=={torch.version.split('+')[0]}" != torch_pin():
+        return []
+    found, todo = {}, [torch]
+    while todo:
+        dist = todo.pop()
+        key = dist.metadata["Name"].lower().replace("_", "-")
+        if key in found:
+            continue
+        found[key] = dist
+        for req in dist.requires or []:
+            name, _, marker = req.partition(";")
+            if "extra" in marker or (marker.strip() and not _marker_holds(marker)):
+                continue
+            try:
+                todo.append(importlib.metadata.distribution(re.split(r"[ <>=!~\[(]", name)[0]))
+            except importlib.metadata.PackageNotFoundError:
+                pass
+    return list(found.values())
+
+
+def _marker_holds(marker: str) -> bool:
+    """A requirement's environment marker (``python_version >= "3.12"``) on this Python."""
+    try:
+        from packaging.markers import Marker  # pip's own vendored copy is not importable
+    except ImportError:
+        return True                           # linking one package too many costs nothing
+    return Marker(marker.strip()).evaluate()
+
+
+def seed_torch(venv: Venv, cwd: Path) -> None:
+    """Hard-link this interpreter's torch, and what it requires, into ``venv`` when it is the
+    pinned build (else do nothing and pip unpacks the wheels). Only files under site-packages:
+    console scripts (``../../../bin/torchrun``) carry this interpreter's path and are left out."""
+    dists = torch_closure()
+    if not dists:
+        return
+    purelib = Path(run([venv.python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                        "['purelib'])"], cwd=cwd).stdout.strip())
+    for dist in dists:
+        for name in dist.files or []:
+            src, dst = Path(dist.locate_file(name)), purelib / name
+            if name.parts[0] == ".." or not src.is_file() or dst.exists():
+                continue
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.link(src, dst)
+            except OSError:
+                shutil.copy2(src, dst)
+
+
 def installed(factory: Any, bench: bool) -> Venv:
     """A fresh venv holding the wheel (with ``[bench]`` and pinned torch when ``bench``)."""
     if bench not in _CACHE:
@@ -104,6 +167,8 @@ def installed(factory: Any, bench: bool) -> Venv:
         where = factory.mktemp("venv-bench" if bench else "venv")
         venv = Venv(where / "v")
         run([sys.executable, "-m", "venv", venv.path], cwd=where)
+        if bench:
+            seed_torch(venv, where)
         requirement = f"ncclcheck[bench] @ {built.as_uri()}" if bench else str(built)
         run([venv.python, "-m", "pip", "install", "-q", requirement,
              *([torch_pin()] if bench else [])], cwd=where, timeout=INSTALL_TIMEOUT_S)
