@@ -1,7 +1,7 @@
 """``ncclcheck diagnose``: explain NCCL logs, from any launcher, streaming and with bounded memory.
 
 Flow: open each input (file, gzip file or ``-``) → keep only the lines holding one of
-:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_batches`;
+:data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
 :class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
 (:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document.
@@ -19,7 +19,6 @@ The document::
 from __future__ import annotations
 
 import re
-from itertools import repeat
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
@@ -28,7 +27,7 @@ from ncclcheck.logparse.reader import (
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_batches
+from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -142,11 +141,15 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             continue
         scan_text(job, path)
         with open_source(path, stdin) as src:
+            feed = state.feed_bytes
             name = src.stats.name
-            for numbers, lines in iter_batches(src.stream, src.stats, KEYS, NEXT_KEYS):
-                state.feed_batch(lines, numbers, name)
-                if pasted.tests.reading or not all(map(bytes.__contains__, lines, repeat(b"NCCL"))):
-                    _feed_pasted(pasted, lines, numbers, name)
+            for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
+                feed(raw, name, lineno)
+                if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
+                    text = raw.decode("utf-8", "replace")
+                    pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
+                elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
+                    pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
             pasted.close()
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
@@ -169,17 +172,6 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             doc["summary"]["verdict"] = ("no NCCL log lines; nothing to report in the pasted "
                                          + ", ".join(sorted(pasted.kinds)))
     return doc
-
-
-def _feed_pasted(pasted: Pasted, lines: list[bytes], numbers: list[int], name: str) -> None:
-    """A chunk's lines to the pasted-output readers (they and the log state share nothing, so
-    they may take the chunk after the state did)."""
-    for lineno, raw in zip(numbers, lines):
-        if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
-            text = raw.decode("utf-8", "replace")
-            pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
-        elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
-            pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
 
 
 def _gdr_summary(p: Proc) -> Optional[str]:

@@ -194,20 +194,6 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     ...                    (b"Last error",))), s.lines
     ([(2, b'NCCL x'), (4, b'Last error:'), (5, b'why')], 6)
     """
-    for numbers, lines in iter_batches(stream, stats, keys, follow):
-        yield from zip(numbers, lines)
-
-
-def iter_batches(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
-                 follow: Follow = ()) -> Iterator[tuple[list[int], list[bytes]]]:
-    """:func:`iter_matching`'s lines a chunk at a time, as two lists in file order (line numbers,
-    lines): no generator step per line, and the caller can look at a chunk's lines at once
-    (issue 24).
-
-    >>> s = InputStats("t")
-    >>> list(iter_batches(io.BytesIO(b"a\\nNCCL x\\nb NCCL\\nc"), s, (b"NCCL",))), s.lines
-    ([([2, 3], [b'NCCL x', b'b NCCL'])], 4)
-    """
     counts: Mapping[bytes, int] = dict.fromkeys(follow, 1) if isinstance(follow, tuple) else follow
     lineno = 0
     carry = b""
@@ -222,8 +208,6 @@ def iter_batches(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     for k in keys:
         _GATES.setdefault(k, gates(k))
     for chunk in reader.read_chunks(stream, stats):
-        numbers: list[int] = []
-        lines: list[bytes] = []
         if dropping:                                     # the rest of an over-long line
             cut = chunk.find(b"\n")
             if cut < 0:
@@ -233,8 +217,7 @@ def iter_batches(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
             lineno += 1
             found, more = hit(carry)
             if found or pending:
-                numbers.append(lineno)
-                lines.append(carry)
+                yield lineno, carry
             pending = max(pending - 1, more, 0)
             carry = b""
         buf = carry + chunk if carry else chunk
@@ -250,31 +233,25 @@ def iter_batches(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                         part = part[:limit]
                     found, more = hit(part)
                     if found or pending:
-                        numbers.append(i)
-                        lines.append(part)
+                        yield i, part
                     pending = max(pending - 1, more, 0)
                 lineno += len(parts)
             else:
                 spans, pending = _spans(buf, end, keys, counts)
                 prev = 0
-                count = buf.count
                 for s in sorted(spans):
-                    lineno += count(b"\n", prev, s)
+                    lineno += buf.count(b"\n", prev, s)
                     prev = s
-                    numbers.append(lineno + 1)
-                    lines.append(buf[s:spans[s]])
-                lineno += count(b"\n", prev, end + 1)
+                    yield lineno + 1, buf[s:spans[s]]
+                lineno += buf.count(b"\n", prev, end + 1)
             carry = buf[end + 1:]
         if len(carry) > limit:
             stats.truncated_lines += 1
             carry = carry[:limit]
             dropping = True
-        if lines:
-            yield numbers, lines
     if carry or dropping:
         lineno += 1
         found, _ = hit(carry)
         if found or pending:
-            stats.lines = lineno
-            yield [lineno], [carry]
+            yield lineno, carry
     stats.lines = lineno

@@ -9,7 +9,6 @@ list kept here has a cap, so memory stays bounded however long the log is: the d
 from __future__ import annotations
 
 import re
-from itertools import repeat
 from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
@@ -225,63 +224,6 @@ class LogState(FactsMixin):
                     self._parse_error(file, lineno, exc)
                 return
         self.feed(raw.decode("utf-8", "replace"), file, lineno)
-
-    def feed_batch(self, lines: list[bytes], numbers: list[int], file: str) -> None:
-        """:meth:`feed_bytes` on each of a chunk's lines, in order, with the same effects: the
-        loop is inlined, the header split off in one ``map``, and the commonest line (a channel
-        line of a known process, seen before) costs a few dictionary look-ups (issue 24).
-        ``tests/diagnose/test_dispatch.py`` holds it to the line-by-line reference."""
-        if not self.fast:
-            for raw, lineno in zip(lines, numbers):
-                self.feed_bytes(raw, file, lineno)
-            return
-        heads, facts, quiet, last = self._heads, self._facts, self._quiet, self._last_proc
-        for (head, sep, body), raw, lineno in zip(map(bytes.partition, lines, repeat(b" NCCL INFO ")),
-                                                  lines, numbers):
-            if not (head and sep) or b"\r" in raw:
-                self.feed_bytes(raw, file, lineno)
-                continue
-            proc = heads.get(head)
-            if proc is None:
-                if raw[0] in _STAMP_FIRST:
-                    proc = heads.get(head_key(raw, len(head)))
-                if proc is None:
-                    self.feed(raw.decode("utf-8", "replace"), file, lineno)
-                    continue
-            if body[:1] in _BULK_STARTS:          # Channel/Ring/Trees: memoised on the raw bytes
-                fact = facts.get(body, _MISSING)
-                if fact is _MISSING:
-                    fact = self._remember(body, body.decode("utf-8", "replace"))
-                proc.lines += 1
-                last[file] = proc
-                if fact is None:
-                    continue
-                if fact[0] == "connection":       # FactsMixin._apply's first case, inlined
-                    channel, transport, gdr = fact[1]
-                    if len(proc.rings) < MAX_LIST:
-                        proc.rings.add(channel)
-                    used = proc.transports
-                    if transport in used or len(used) < 16:
-                        used[transport] = used.get(transport, 0) + 1
-                    if gdr:
-                        proc.gdr_connections += 1
-                    continue
-                try:
-                    self._apply(proc, fact, file, lineno, raw)
-                except Exception as exc:  # noqa: BLE001 - see feed()
-                    self._parse_error(file, lineno, exc)
-                continue
-            if body in quiet:
-                proc.lines += 1
-                last[file] = proc
-                continue
-            try:
-                if self._info(proc, body.decode("utf-8", "replace"), file, lineno, raw):
-                    if len(quiet) >= MAX_FACT_MEMO:
-                        quiet.clear()
-                    quiet.add(body)
-            except Exception as exc:  # noqa: BLE001 - see feed()
-                self._parse_error(file, lineno, exc)
 
     def feed(self, line: str, file: str, lineno: int) -> None:
         """Take in one decoded log line. Never raises: a parser bug is counted, not propagated."""
