@@ -22,7 +22,10 @@ flat while the size grows is what "bounded memory" means for multi-GB logs. Usag
 (issue 24: a long job at NCCL_DEBUG=INFO from 128 ranks, lazily connected channels, new
 communicators, ProcessGroupNCCL lines); ``--stamp`` also times it with a timestamp in front of
 every line. The "NCCL lines/CPU-s" column is NCCL lines (the diagnosis' ``nccl_lines``) per CPU
-second of the diagnose process, start-up included, prefilter included.
+second of the diagnose process, start-up included, prefilter included. For the 1-in-N logs
+and the sparse log a second table times the same ``diagnose`` with the job-level text scan of
+:mod:`ncclcheck.jobdir` switched off (a second pass over every text input, for torchrun summaries,
+``[rankN]:`` lines and stacks): the rate of the NCCL log parse itself.
 
 The sparse log is the shape of issue 13's acceptance: ``diagnose`` must run at >= 0.1x the speed
 of ``grep -c NCCL`` on it (the "x grep" column: wall clock, Python's start-up included; "per
@@ -230,6 +233,22 @@ def timed(argv: list[str]) -> tuple[float, bytes]:
     return elapsed, proc.stdout
 
 
+def runs(argv: list[str], repeat: int) -> tuple[float, float, bytes]:
+    """Run ``argv`` ``repeat`` times: the fastest wall seconds, the least CPU seconds (from
+    ``RUSAGE_CHILDREN`` around each run) and the first run's stdout. The machine may be shared:
+    the minimum is the least disturbed run."""
+    wall = cpu = float("inf")
+    out = None
+    for _ in range(max(1, repeat)):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t, stdout = timed(argv)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = min(wall, t)
+        cpu = min(cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+        out = stdout if out is None else out
+    return wall, cpu, out or b""
+
+
 def ref_argv(path: Path) -> list[str]:
     """``grep -c NCCL`` over ``path`` (through ``zcat`` for gzip)."""
     grep = shutil.which("grep")
@@ -244,10 +263,13 @@ def diag_argv(path: Path) -> list[str]:
     return [sys.executable, "-m", "ncclcheck", "diagnose", str(path), "--json"]
 
 
-def best(argv: list[str], repeat: int) -> float:
-    """The fastest of ``repeat`` runs (the machine may be shared: the minimum is the least
-    disturbed one)."""
-    return min(timed(argv)[0] for _ in range(repeat))
+def nccl_part_argv(path: Path) -> list[str]:
+    """``diagnose``'s reading of ``path`` with the job-level text scan switched off
+    (:func:`ncclcheck.jobdir.inputs.scan_text`, the second pass ``diagnose`` makes over every text
+    input for torchrun summaries, ``[rankN]:`` lines and stacks): the NCCL log part's own rate."""
+    code = ("import sys; import ncclcheck.diagnose as d; d.scan_text = lambda job, path: None; "
+            "d.diagnose_files([sys.argv[1]])")
+    return [sys.executable, "-c", code, str(path)]
 
 
 def start_up(tmp: Path, repeat: int) -> tuple[float, float]:
@@ -255,22 +277,15 @@ def start_up(tmp: Path, repeat: int) -> tuple[float, float]:
     subtracted for the per-byte rates."""
     tiny = tmp / "tiny.log"
     tiny.write_text("h:1:2 [0] NCCL INFO x\n")
-    return best(ref_argv(tiny), repeat), best(diag_argv(tiny), repeat)
+    return runs(ref_argv(tiny), repeat)[0], runs(diag_argv(tiny), repeat)[0]
 
 
-def bench_one(path: Path, label: str, repeat: int = 1) -> dict:
+def bench_one(path: Path, label: str, repeat: int = 1, nccl_part: bool = False) -> dict:
     size = path.stat().st_size
-    ref_cmd = ref_argv(path)
-    t_grep, out = timed(ref_cmd)
-    if repeat > 1:
-        t_grep = min(t_grep, best(ref_cmd, repeat - 1))
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t_diag, doc_text = timed(diag_argv(path))
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)      # CPU of that one run
-    if repeat > 1:
-        t_diag = min(t_diag, best(diag_argv(path), repeat - 1))
-    rss = after.ru_maxrss
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    t_grep, _, out = runs(ref_argv(path), repeat)
+    t_diag, cpu, doc_text = runs(diag_argv(path), repeat)
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss      # the largest child so far
+    part_cpu = runs(nccl_part_argv(path), repeat)[1] if nccl_part else float("nan")
     doc = json.loads(doc_text)
     lines = sum(i["lines"] for i in doc["inputs"])
     nccl = doc["summary"].get("nccl_lines", 0)
@@ -278,7 +293,8 @@ def bench_one(path: Path, label: str, repeat: int = 1) -> dict:
             "grep_mb_s": size / 1e6 / t_grep, "diag_mb_s": size / 1e6 / t_diag,
             "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
             "cpu_lines_s": nccl / cpu if cpu > 0 else float("nan"),
-            "rss_mib": max(rss, before.ru_maxrss) / 1024, "findings": [f["id"] for f in doc["findings"]],
+            "part_cpu_s": part_cpu,
+            "rss_mib": rss / 1024, "findings": [f["id"] for f in doc["findings"]],
             "grep_count": int(out.strip() or 0)}
 
 
@@ -324,14 +340,14 @@ def main() -> None:
             path = tmp / f"every{args.every}-{mb}MB{'-stamped' if stamp else ''}.log"
             make_mixed_log(path, mb * 1_000_000, args.every, stamp=stamp)
             r = bench_one(path, f"{mb} MB, 1 in {args.every} NCCL" + (", stamped" if stamp else ""),
-                          args.repeat)
+                          args.repeat, nccl_part=True)
             results.append(r)
             if not args.keep:
                 path.unlink()
         if args.sparse:
             path = tmp / f"sparse-{args.sparse}MB.log"
             make_log(path, args.sparse * 1_000_000, sparse=True)
-            r = bench_one(path, f"{args.sparse} MB sparse", args.repeat)
+            r = bench_one(path, f"{args.sparse} MB sparse", args.repeat, nccl_part=True)
             share = r["grep_count"] / max(1, r["lines"])
             r["label"] = f"{args.sparse} MB, {share:.2%} NCCL lines"
             results.append(r)
@@ -345,11 +361,19 @@ def main() -> None:
         print(f"{r['label']:<34} {r['lines']:>9} {r['grep_mb_s']:>9.0f} MB/s {r['diag_mb_s']:>7.1f} MB/s "
               f"{r['diag_mb_s'] / r['grep_mb_s']:>6.2f}x {per_byte:>7.2f}x {r['cpu_mb_s']:>10.1f} MB/s "
               f"{r['cpu_lines_s']:>17,.0f} {r['rss_mib']:>5.0f} MiB")
+    parts = [r for r in results if r["part_cpu_s"] == r["part_cpu_s"]]      # not NaN
+    if parts:
+        print(f"\n{'without the job scan':<34} {'CPU-s':>7} {'MB/CPU-s':>9} {'NCCL lines/CPU-s':>17}")
+    for r in parts:
+        print(f"{r['label']:<34} {r['part_cpu_s']:>7.2f} {r['bytes'] / 1e6 / r['part_cpu_s']:>9.1f} "
+              f"{r['nccl_lines'] / r['part_cpu_s']:>17,.0f}")
     print(f"(MB = 1e6 bytes of log text; fastest of {args.repeat} runs. x grep = diagnose's wall-clock "
           f"rate / grep's, start-up included (>= 0.1 wanted on the sparse log); per byte = the same "
           f"with each command's start-up on a one-line log subtracted (grep {grep0 * 1e3:.0f} ms, "
           f"diagnose {diag0 * 1e3:.0f} ms, measured in this run); diagnose/CPU-s = MB per CPU second "
-          f"of the diagnose process, insensitive to other load; findings on the synthetic log: "
+          f"of the diagnose process (the least of the runs), less sensitive to other load; without the "
+          f"job scan = the same diagnose with jobdir's scan_text switched off, start-up included; "
+          f"findings on the synthetic log: "
           f"{sorted(set(results[-1]['findings']))})")
 
 

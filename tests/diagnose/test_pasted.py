@@ -229,6 +229,15 @@ def _ifname_finding(tmp_path, text):
     return f
 
 
+def test_real_ip_addr_with_nics_enslaved_to_a_bond_is_read_and_says_nothing_when_cut():
+    """sgl-project/sglang#3514: the slaves name their bond; bond0's own block (its address) is
+    not in the public text, so no interface can be told to set."""
+    doc = diagnose_files([str(PASTED / "ip-addr-bond-slaves-sglang.txt")])
+    ifaces = {i["name"]: i for i in doc["pasted"]["network_interfaces"]["pasted"]}
+    assert [n for n, i in ifaces.items() if i["master"] == "bond0"] == ["ens8f0np0", "ens8f1np1"]
+    assert ifaces["ens16f0"]["operstate"] == "down" and not doc["findings"]
+
+
 def test_ip_addr_bond_over_two_nics_is_chosen_over_the_management_nic(tmp_path):
     f = _ifname_finding(tmp_path, _BOND)
     assert "NCCL_SOCKET_IFNAME==bond0" in f["message"] and f["fix"].startswith(
