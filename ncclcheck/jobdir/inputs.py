@@ -65,7 +65,9 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
             if sniff(f.read(4096)) != "fr":
                 return None
             f.seek(0)
-            data = f.read(MAX_PICKLE_BYTES + 1)
+            # read(n) allocates n bytes first: a file within the limit is read whole
+            size = os.fstat(f.fileno()).st_size
+            data = f.read() if size <= MAX_PICKLE_BYTES else f.read(MAX_PICKLE_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
     try:
