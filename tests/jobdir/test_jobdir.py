@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ncclcheck.diagnose import diagnose_files
+from ncclcheck.envformat import parse_env_text
 from ncclcheck.jobdir.fr import Intern, load_bytes, parse_dump
 from ncclcheck.jobdir.text import JobText, TextScanner
 
 NCCLCHECK = [sys.executable, "-m", "ncclcheck"]
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def entry(seq, op="all_reduce", size=8, state="scheduled", backend="gloo", **kw):
@@ -158,16 +162,53 @@ def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
     assert len(bars) == 3 and bars[1].endswith("<- missing") and "<-" not in bars[0] + bars[2]
 
 
-def test_recommend_ends_with_a_droppable_explainable_hang_section(tmp_path):
-    out = subprocess.run([*NCCLCHECK, "recommend"], capture_output=True, text=True, timeout=120)
+def _explainable(args: list[str]) -> tuple[str, list[str]]:
+    out = subprocess.run([*NCCLCHECK, "recommend", "-q", *args], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode in (0, 3), out.stderr
     text = out.stdout
     start = text.index("# --- make the next hang explainable")
     section = text[start:text.index("# --- end of the explainable-hang section ---")]
-    for var in ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
-                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=", "NCCL_DEBUG_FILE=/shared/nccl/%h.%p.log",
-                "NCCL_RAS_ENABLE=1"):
-        assert f"# {var}" in section, var
-    assert "2.24" in section and "2.2.12" in section
-    # dropped, the file sets the same: every line of the section is a comment
-    assert all(ln.startswith("#") for ln in section.splitlines())
+    return text, section.splitlines()
+
+
+@pytest.mark.parametrize("host, ras", [("h100-ib-8gpu", False), ("ras-default", True)])
+def test_recommend_writes_a_droppable_section_that_makes_the_next_hang_explainable(
+        tmp_path, host, ras):
+    # recorded facts: NCCL 2.21.5 (no RAS) and 2.26.2 (RAS from 2.24)
+    facts = next(d for d in json.loads((FIXTURES / "facts" / "nccl-ras-diagnostics.pass.json")
+                                       .read_text()) if d["hostname"] == host)
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    text, section = _explainable(["--probe", str(tmp_path / "facts.json"),
+                                  "--dump-dir", "/shared/hang"])
+    set_here = [ln for ln in section if not ln.startswith("#")]
+    assert set_here[:3] == ["TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+                            "TORCH_NCCL_ENABLE_MONITORING=1"]
+    assert "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/hang/nccl_trace_rank_" in set_here
+    assert "NCCL_DEBUG_FILE=/shared/hang/nccl.%h.%p.log" in set_here
+    assert ("NCCL_RAS_ENABLE=1" in set_here) is ras
+    if not ras:
+        assert any("needs NCCL >= 2.24" in ln and "2.21.5" in ln for ln in section)
+    # each setting comes after its reason, which says where it starts
+    for i, ln in enumerate(section):
+        if not ln.startswith("#"):
+            assert section[i - 1].startswith("#") and " on." in section[i - 1], ln
+    # the section is the file's end: dropped, the rules' lines are all that is left
+    assert text.rstrip().endswith("# --- end of the explainable-hang section ---")
+    # every line of the file, the section included, reads back as the env file
+    env = parse_env_text(text)
+    assert env["NCCL_DEBUG_FILE"] == "/shared/hang/nccl.%h.%p.log"
+
+
+def test_recommend_without_a_dump_dir_leaves_only_the_paths_commented():
+    _, section = _explainable([])
+    set_here = [ln for ln in section if not ln.startswith("#")]
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in set_here
+    assert not any("DEBUG_INFO_TEMP_FILE" in ln or "DEBUG_FILE=" in ln for ln in set_here)
+    assert any(ln.startswith("# NCCL_DEBUG_FILE=") and "--dump-dir" in ln for ln in section)
+
+
+def test_recommend_refuses_a_dump_dir_it_cannot_write_into_an_env_file():
+    out = subprocess.run([*NCCLCHECK, "recommend", "-q", "--dump-dir", "/shared/my hang"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--dump-dir" in out.stderr
