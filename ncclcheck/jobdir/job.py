@@ -42,6 +42,8 @@ class JobReader:
         self.dumps: list[RankTrace] = []
         self.text = JobText()
         self.bad: list[str] = []
+        #: path -> (kind, trace or message, bytes) read ahead by :func:`~.inputs.prefetch`
+        self.prefetched: dict[str, tuple[str, Any, int]] = {}
 
     def add_dump(self, path: str, data: bytes, source: str = "") -> None:
         """Read one dump's bytes (``UnsafePickle`` propagates: the caller refuses the input)."""

@@ -212,3 +212,49 @@ def test_recommend_refuses_a_dump_dir_it_cannot_write_into_an_env_file():
     out = subprocess.run([*NCCLCHECK, "recommend", "-q", "--dump-dir", "/shared/my hang"],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--dump-dir" in out.stderr
+
+
+def test_many_dumps_read_by_worker_processes_give_the_verdict_of_one_process(tmp_path,
+                                                                           monkeypatch):
+    import ncclcheck.jobdir.inputs as inputs
+
+    ranks = inputs.PARALLEL_MIN + 32
+    base = [entry(1), entry(2, "all_gather", 4), entry(3)]
+    for r in range(ranks):
+        # rank 77 calls broadcast at #3: a signature one worker meets first, the others never
+        es = base[:2] + [entry(3, "broadcast")] if r == 77 else base
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(
+            pickle.dumps(dump(es, str(list(range(ranks))))))
+    import ncclcheck.diagnose as diagnose
+
+    ahead = []
+
+    def spy(job, paths):
+        inputs.prefetch(job, paths)
+        ahead.append(len(job.prefetched))
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(diagnose, "prefetch", spy)
+    forked = diagnose_files([str(tmp_path)])
+    assert ahead == [ranks]                          # every dump was read by a worker
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    alone = diagnose_files([str(tmp_path)])
+    assert [(c["rank"], c["kind"]) for c in forked["culprits"]] == [(77, "mismatch")]
+    for key in ("culprits", "first_desync", "progress", "job"):
+        assert forked[key] == alone[key], key
+
+
+def test_a_malicious_pickle_among_many_dumps_is_refused_by_the_workers_too(tmp_path):
+    from ncclcheck.jobdir.inputs import PARALLEL_MIN
+
+    for r in range(PARALLEL_MIN + 8):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps(dump([entry(1)])))
+    witness = tmp_path.parent / "ran"
+    bomb = Boom()
+    bomb.path = witness
+    (tmp_path / "nccl_trace_rank_50").write_bytes(pickle.dumps(bomb))
+    out = subprocess.run([*NCCLCHECK, "diagnose", str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "nccl_trace_rank_50" in out.stderr and "refused" in out.stderr
+    assert not witness.exists()
