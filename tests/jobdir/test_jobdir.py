@@ -150,6 +150,46 @@ def test_torchrun_summary_and_srun_lines_map_ranks_to_hosts():
     assert job.srun_tasks[5][0] == "node2" and job.srun_tasks[5][3] == "SIGKILL"
 
 
+TEE = """\
+[default1]:Stack (most recent call first):
+[default1]:  File "/job/train.py", line 62 in <module>
+[default{l0}]:[rank{r0}]: Traceback (most recent call last):
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_15:21:59
+  host      : node2
+  rank      : {r0} (local_rank: {l0})
+  exitcode  : 1 (pid: 12919)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+[1]:
+  time      : 2026-11-26_15:21:59
+  host      : node2
+  rank      : 5 (local_rank: 1)
+  exitcode  : -15 (pid: 12920)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12920
+"""
+
+
+@pytest.mark.parametrize("r0, l0, owner", [(4, 0, 5), (1, 1, None)])
+def test_tee_headers_give_a_local_rank_and_its_stack_goes_to_the_one_global_rank(r0, l0, owner):
+    # torchrun --tee 3: "[default<local rank>]:" (tail_log.py); faulthandler writes no [rankN]:
+    job = JobText()
+    s = TextScanner(job, "torchrun.log")
+    for i, line in enumerate(TEE.format(r0=r0, l0=l0).splitlines(), 1):
+        s.feed(line, i)
+    s.close()
+    job.resolve()
+    assert job.ranks[r0].local_rank == l0 and job.ranks[5].local_rank == 1
+    stacked = [r for r, t in job.ranks.items() if t.stack]
+    if owner is None:   # ranks 1 and 5 are both local rank 1 (two nodes): whose stack is unknown
+        assert stacked == []
+    else:
+        assert stacked == [owner] and job.ranks[owner].stack == ["/job/train.py:62 in <module>"]
+        assert job.ranks[owner].stack_evidence == "torchrun.log:1"
+
+
 def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
     write(tmp_path, {0: [entry(1), entry(2)], 1: [entry(1)], 2: [entry(1), entry(2)]})
     doc_path = tmp_path / "diag.json"
