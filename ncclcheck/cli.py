@@ -134,11 +134,13 @@ def rank(obj: Ctx, hostfile: str, nodes: int | None, port_range: str, master_por
 @click.option("--nccl-lib", metavar="PATH", help="The libnccl --verify loads.")
 @click.option("--candidates-dir", metavar="DIR",
               help="Write one env file per candidate of each tie, for bench --compare.")
+@click.option("--dump-dir", metavar="DIR", help="Shared storage for the next hang's Flight "
+              "Recorder dumps and NCCL logs (the file's last section).")
 @fail_on_option
 @click.pass_obj
 def recommend(obj: Ctx, probe_paths: tuple, bench_paths: tuple, fmt: str, output: str | None,
               explain: bool, quiet: bool, verify: bool, nccl_lib: str | None,
-              candidates_dir: str | None, fail_on: str | None) -> None:
+              candidates_dir: str | None, dump_dir: str | None, fail_on: str | None) -> None:
     """Recommend NCCL settings for every node: stdout is an env file, reasons go to stderr.
 
     \b
@@ -147,6 +149,7 @@ def recommend(obj: Ctx, probe_paths: tuple, bench_paths: tuple, fmt: str, output
       ncclcheck recommend --probe cluster.json --explain > nccl.env
       ncclcheck recommend --probe facts/*.json --bench compare.json --format shell
       ncclcheck recommend --probe cluster.json --verify -o nccl.env
+      ncclcheck recommend --probe cluster.json --dump-dir /shared/hang > nccl.env
     """
     from ncclcheck.cluster import gc_paused
     from ncclcheck.recommend import run_command
@@ -154,7 +157,8 @@ def recommend(obj: Ctx, probe_paths: tuple, bench_paths: tuple, fmt: str, output
     with gc_paused():  # the whole short-lived command: 1,000 facts files parse 3x faster
         doc, text, problems = run_command(list(probe_paths), list(bench_paths), fmt,
                                           verify=verify, nccl_lib=nccl_lib,
-                                          candidates_dir=candidates_dir, output=output)
+                                          candidates_dir=candidates_dir, output=output,
+                                          dump_dir=dump_dir)
         verified = not verify or doc["verify"]["ok"]
         if verified:  # a file that failed --verify is never written
             emit(text, output)

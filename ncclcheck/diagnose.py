@@ -35,7 +35,7 @@ from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.judge.derived import plural, run_checks
 from ncclcheck.judge.pasted import check_pasted
-from ncclcheck.jobdir.inputs import expand, read_dump, scan_text
+from ncclcheck.jobdir.inputs import expand, prefetch, read_dump, scan_text
 from ncclcheck.jobdir.job import JobReader
 
 MAX_RANKS_LISTED = 4096
@@ -134,6 +134,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
     pasted = Pasted()
     inputs: list[InputStats] = []
     job = JobReader()
+    prefetch(job, paths)                          # many Flight Recorder dumps: worker processes
     for path in paths:
         dump = read_dump(job, path)
         if dump is not None:

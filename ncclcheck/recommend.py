@@ -298,14 +298,33 @@ def verify_document(doc: dict[str, Any], nccl_lib: str | None,
     return result
 
 
+def check_dump_dir(path: str | None) -> None:
+    """``--dump-dir``: an absolute path an env file can hold as is (no space, quote, ``$``,
+    ``%``: NCCL_DEBUG_FILE expands ``%h``/``%p``).
+
+    Raises:
+        BadInput: anything else.
+    """
+    import re
+
+    from ncclcheck.errors import BadInput
+
+    if path is not None and not re.fullmatch(r"/[A-Za-z0-9_.,:/=^+@-]*", path):
+        raise BadInput(f"--dump-dir {path!r}: give an absolute path of letters, digits and "
+                       "_.,:/=^+@- only (it is written into the env file as is)")
+
+
 def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify: bool = False,
                 nccl_lib: str | None = None, candidates_dir: str | None = None,
-                output: str | None = None) -> tuple[dict[str, Any], str, list[dict[str, str]]]:
+                output: str | None = None, dump_dir: str | None = None
+                ) -> tuple[dict[str, Any], str, list[dict[str, str]]]:
     """Everything ``ncclcheck recommend`` does but printing: (document, output text, problems)."""
     import socket
 
     from ncclcheck.cluster import gc_paused
+    from ncclcheck.rules.cluster_nccl_version_mismatch import oldest
 
+    check_dump_dir(dump_dir)
     with gc_paused():  # thousands of facts documents: see gc_paused
         cluster = load_facts(probe_paths) if probe_paths else probe_this_node()
         runs = load_bench(bench_paths)
@@ -314,6 +333,7 @@ def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify
         here = socket.gethostname()
         local = next((n for n in nodes if n.get("hostname") == here),
                      nodes[0] if not probe_paths and nodes else None)
+        nccl = oldest(nodes)
         del cluster, nodes  # freed here, by reference counting, before the collector is back
     if candidates_dir:
         write_candidates(doc, candidates_dir)
@@ -321,5 +341,6 @@ def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify
         doc["verify"] = verify_document(doc, nccl_lib, local)
     text = render_output(doc, fmt)
     if fmt in ("env", "shell"):                  # issue 22: a section the user can drop
-        text += "\n" + "\n".join(explainable_lines(fmt)) + "\n"
+        text += "\n" + "\n".join(explainable_lines(fmt, doc.get("env") or {}, nccl,
+                                                  dump_dir)) + "\n"
     return doc, text, problems(doc)

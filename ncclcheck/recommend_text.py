@@ -132,49 +132,73 @@ def group_findings(findings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(groups.values())
 
 
-#: (variable, value, needs the user's own path, reason with the version where it starts and source)
+#: (variable, value ({dir}: --dump-dir), where it starts, reason with its source)
 EXPLAINABLE = (
-    ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", False,
-     "PyTorch Flight Recorder: each rank keeps its last 2000 collectives per process group (torch "
-     ">= 2.2; TORCH_FR_BUFFER_SIZE is the newer name, default 2000 in torch 2.13: "
-     "torch/csrc/distributed/c10d/FlightRecorder.hpp)"),
-    ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", False,
-     "write it out when the NCCL watchdog times out (torch >= 2.2); it needs "
+    ("TORCH_NCCL_TRACE_BUFFER_SIZE", "2000", "torch 2.2",
+     "PyTorch Flight Recorder: each rank keeps its last 2000 collectives per process group "
+     "(TORCH_FR_BUFFER_SIZE is the newer name; default 2000 in torch 2.13, older releases may "
+     "default to 0: torch/csrc/distributed/c10d/FlightRecorder.hpp)"),
+    ("TORCH_NCCL_DUMP_ON_TIMEOUT", "1", "torch 2.2",
+     "write the recorder out when the NCCL watchdog times out; it needs "
      "TORCH_NCCL_ENABLE_MONITORING=1 and a buffer > 0 (torch/csrc/distributed/c10d/"
      "ProcessGroupNCCL.hpp)"),
-    ("TORCH_NCCL_ENABLE_MONITORING", "1", False,
+    ("TORCH_NCCL_ENABLE_MONITORING", "1", "torch 2.2",
      "the monitor thread the dump on timeout relies on (ProcessGroupNCCL.hpp)"),
-    ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "/shared/fr/nccl_trace_rank_", True,
-     "the dump's path prefix (+ rank): put it on storage every node writes and you can read "
-     "after the job (torch >= 2.2; TORCH_FR_DUMP_TEMP_FILE is the newer name). Then: "
-     "ncclcheck diagnose /shared/fr"),
-    ("NCCL_DEBUG_FILE", "/shared/nccl/%h.%p.log", True,
-     "NCCL's own log, one file per process named by host (%h) and pid (%p) (NCCL >= 2.2.12; "
-     "NCCL docs, troubleshooting/logging); with NCCL_DEBUG=WARN it costs nothing until an error"),
-    ("NCCL_RAS_ENABLE", "1", False,
-     "NCCL RAS (NCCL >= 2.24, on by default there, ignored before): `ncclras` on any node "
-     "names processes dead or behind in collective counts (NCCL docs, troubleshooting/ras)"),
+    ("TORCH_NCCL_DEBUG_INFO_TEMP_FILE", "{dir}/nccl_trace_rank_", "torch 2.2",
+     "the dump's path prefix (+ rank), on storage every node writes and you read after the job "
+     "(default /tmp/nccl_trace_rank_ on each node; TORCH_FR_DUMP_TEMP_FILE is the newer name)"),
+    ("NCCL_DEBUG", "WARN", "NCCL 2.0",
+     "NCCL writes its warnings (nothing until something fails); without it NCCL_DEBUG_FILE "
+     "stays empty (NCCL docs, env: NCCL_DEBUG)"),
+    ("NCCL_DEBUG_FILE", "{dir}/nccl.%h.%p.log", "NCCL 2.2.12",
+     "NCCL's own log, one file per process named by host (%h) and pid (%p) (NCCL docs, env: "
+     "NCCL_DEBUG_FILE)"),
+    ("NCCL_RAS_ENABLE", "1", "NCCL 2.24",
+     "NCCL RAS (on by default from 2.24): `ncclras` on any node names processes dead or behind "
+     "in collective counts (NCCL docs, troubleshooting/ras)"),
 )
+RAS_SINCE = (2, 24)
 
 
-def explainable_lines(fmt: str) -> list[str]:
+def explainable_lines(fmt: str, env: dict[str, str] | None = None,
+                      nccl: tuple[tuple[int, ...] | None, str | None] = (None, None),
+                      dump_dir: str | None = None) -> list[str]:
     """A section a user can drop: the settings that make the next hang explainable (issue 22).
 
-    >>> explainable_lines("env")[0]
+    Each setting is written (not commented), with its reason and the version where it starts,
+    except: a variable the rules already set (``env``) keeps the rules' value; RAS is left out
+    where the oldest NCCL of the cluster (``nccl``) predates it; and the two paths are written
+    only with ``dump_dir`` (shared storage ncclcheck cannot guess), else commented.
+
+    >>> lines = explainable_lines("env", {}, ((2, 21, 5), "2.21.5"), "/shared/hang")
+    >>> lines[0]
     '# --- make the next hang explainable (ncclcheck diagnose reads what these leave; drop this section to opt out) ---'
+    >>> [ln for ln in lines if not ln.startswith("#")][3:]
+    ['TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/hang/nccl_trace_rank_', 'NCCL_DEBUG=WARN', 'NCCL_DEBUG_FILE=/shared/hang/nccl.%h.%p.log']
     """
-    out = ["# --- make the next hang explainable (ncclcheck diagnose reads what these leave; "
-           "drop this section to opt out) ---",
-           "# Uncomment to use (left commented so that this file sets only what the rules chose;"
-           " set the two paths to shared storage)"]
     import shlex
     import textwrap
 
-    for var, value, commented, why in EXPLAINABLE:
-        out += ["# " + w for w in textwrap.wrap(why, 96, break_long_words=False,
-                                                 break_on_hyphens=False)]
+    out = ["# --- make the next hang explainable (ncclcheck diagnose reads what these leave; "
+           "drop this section to opt out) ---"]
+    if dump_dir:
+        out.append(f"# then, after a failed job: ncclcheck diagnose {dump_dir} "
+                   "(create the folder first; neither torch nor NCCL does)")
+    env = env or {}
+    oldest, text = nccl
+    for var, value, since, why in EXPLAINABLE:
+        if var in env:
+            out.append(f"# {var}: set above by the rules ({env[var]})")
+            continue
+        if var == "NCCL_RAS_ENABLE" and oldest is not None and oldest < RAS_SINCE:
+            out.append(f"# NCCL RAS: needs NCCL >= 2.24, the oldest NCCL here is {text}: not set")
+            continue
+        out += ["# " + w for w in textwrap.wrap(f"{why}. From {since} on.", 96,
+                                                 break_long_words=False, break_on_hyphens=False)]
+        hold = "{dir}" in value and not dump_dir
+        value = value.replace("{dir}", dump_dir or "/shared/hang")
         line = f"{var}={value}" if fmt == "env" else f"export {var}={shlex.quote(value)}"
-        out.append("# " + line)
+        out.append(f"# {line}   (set --dump-dir to shared storage to write it)" if hold else line)
     out.append("# --- end of the explainable-hang section ---")
     return out
 

@@ -7,8 +7,12 @@ into a temporary folder: one rank (the last) calls ``broadcast`` where the other
 Ranks beyond the first few are hard links of one dump (the rank is the file name's suffix, as
 torch's loader takes it), so 4,096 ranks cost no disk, while ``diagnose`` still reads, unpickles
 and parses every file. Each case runs ``python -m ncclcheck diagnose DIR --json`` in a child
-process; it prints the wall time, peak RSS (``RUSAGE_CHILDREN``) and the reference: ``cat`` of
-the same files (the bytes read, in C), measured in the same run. Usage::
+process; it prints the wall time, the CPU time (its worker processes included: 128 dumps and more
+are read by forked workers, one per CPU), peak RSS (``RUSAGE_CHILDREN``: the largest single
+process; each worker holds one dump at a time) and two references measured in the same run:
+``cat`` of the same files (the bytes read, in C) and ``start``, the CPU time of the same command
+on a one-line log (interpreter start and imports: large where PYTHONDONTWRITEBYTECODE=1 makes
+every run compile ncclcheck again). Usage::
 
     python scripts/bench-jobdir.py                       # 64 x 2,000 and 4,096 x 2,000
     python scripts/bench-jobdir.py --cases 64x2000       # one case
@@ -66,7 +70,7 @@ def make(folder: Path, ranks: int, entries: int) -> None:
     (folder / f"nccl_trace_rank_{ranks - 1}").write_bytes(dump(ranks, entries, True))
 
 
-def run(folder: Path) -> tuple[float, float, float, dict]:
+def run(folder: Path | str) -> tuple[float, float, float, dict]:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     before, cpu0 = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
@@ -94,10 +98,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="+", default=["64x2000", "4096x2000"])
     args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-jobdir-") as tmp:
+        (Path(tmp) / "one.log").write_text("node1:1:1 [0] NCCL INFO NCCL version 2.21.5\n")
+        start = min(run(Path(tmp) / "one.log")[1] for _ in range(3))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time suffers "
           "on a shared machine; CPU s is the child's own)")
     print(f"{'ranks x entries':>16} {'MB read':>8} {'diagnose s':>10} {'CPU s':>6} {'cat s':>7} "
-          f"{'x cat':>6} {'peak RSS MiB':>12}  verdict")
+          f"{'x cat':>6} {'start CPU s':>11} {'x start':>7} {'peak RSS MiB':>12}  verdict")
     for case in args.cases:
         ranks, entries = (int(x) for x in case.split("x"))
         with tempfile.TemporaryDirectory(prefix="bench-jobdir-") as tmp:
@@ -109,7 +116,7 @@ def main() -> int:
             named = [(c["rank"], c["kind"]) for c in doc["culprits"]]
             ok = named == [(ranks - 1, "mismatch")]
             print(f"{case:>16} {size / 1e6:>8.0f} {took:>10.2f} {cpu:>6.2f} {ref:>7.2f} "
-                  f"{took / ref:>6.0f} "
+                  f"{took / ref:>6.0f} {start:>11.2f} {cpu / start:>7.1f} "
                   f"{rss:>12.0f}  {'ok' if ok else 'WRONG'} {named[:3]}")
     return 0
 

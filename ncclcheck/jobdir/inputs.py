@@ -4,12 +4,18 @@ A folder is walked (sorted, symlinks not followed, hidden entries skipped) and e
 file becomes an input. A Flight Recorder dump is read whole through :mod:`.fr` (gzip-free: torch
 writes them plain); any other file is text, read by ``diagnose``'s NCCL log reader and once more
 here for the job's own lines (:data:`KEYS`, found at C speed by the prefilter).
+
+Many dumps (:data:`PARALLEL_MIN` and more) are read ahead by :func:`prefetch` in forked worker
+processes, one chunk of files each: unpickling is most of the time and runs in C under each
+process's own lock. Each worker returns compact traces (and its signature table, remapped here);
+:func:`read_dump` then takes each path's outcome in order, as if it had read it itself.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Optional
+from array import array
+from typing import Any, Optional
 
 from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.job import JobReader, sniff
@@ -26,6 +32,8 @@ KEYS = (b"time      :", b"host      :", b"rank      :", b"exitcode  :", b"traceb
         b"Watchdog caught", b"most recent call first", b"Connection closed", b"=====",
         b"Fatal Python error") + RAS_KEYS
 FOLLOW = {b"most recent call first": 12}
+PARALLEL_MIN = 128       #: dumps from which they are read by worker processes
+MAX_WORKERS = 16
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -52,6 +60,62 @@ def expand(paths: list[str]) -> list[str]:
     return out
 
 
+def _is_dump(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return sniff(f.read(4096)) == "fr"
+    except OSError:
+        return False
+
+
+def _read_chunk(paths: list[str]) -> tuple[list[tuple[str, str, Any, int]], list[Any]]:
+    """In a worker: each path's outcome (kind, trace or message, bytes) and the signatures."""
+    job = JobReader()
+    out: list[tuple[str, str, Any, int]] = []
+    for path in paths:
+        before = len(job.bad)
+        try:
+            stats = read_dump(job, path)
+        except BadInput as exc:
+            out.append((path, "error", str(exc), 0))
+            continue
+        if stats is None:
+            out.append((path, "text", None, 0))
+        elif len(job.bad) > before:
+            out.append((path, "bad", job.bad[-1], stats.bytes))
+        else:
+            out.append((path, "trace", job.dumps.pop(), stats.bytes))
+    return out, job.sigs.values
+
+
+def prefetch(job: JobReader, paths: list[str]) -> None:
+    """Read the dumps among ``paths`` ahead in worker processes when there are many of them."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    if len(paths) < PARALLEL_MIN or (cpus or 1) < 2:
+        return
+    dumps = [p for p in paths if p != "-" and _is_dump(p)]
+    if len(dumps) < PARALLEL_MIN:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        ctx = multiprocessing.get_context("fork")
+    except ValueError:                       # no fork (macOS default, Windows): one process
+        return
+    workers = min(cpus or 1, MAX_WORKERS)
+    size = max(8, len(dumps) // (workers * 8))
+    chunks = [dumps[i:i + size] for i in range(0, len(dumps), size)]
+    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+        for outcomes, values in pool.map(_read_chunk, chunks):
+            ids = {-1: -1, **{i: job.sigs(v) for i, v in enumerate(values)}}
+            for path, kind, got, size_ in outcomes:
+                if kind == "trace":
+                    for pg in got.pgs.values():
+                        pg.sig = array("i", map(ids.__getitem__, pg.sig))
+                job.prefetched[path] = (kind, got, size_)
+
+
 def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
     """Read ``path`` into ``job`` if it is a Flight Recorder dump; None when it is text.
 
@@ -60,12 +124,26 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
     """
     if path == "-":
         return None
+    ahead = job.prefetched.pop(path, None)
+    if ahead is not None:
+        kind, got, size = ahead
+        if kind == "text":
+            return None
+        if kind == "error":
+            raise BadInput(got)
+        if kind == "bad":
+            job.bad.append(got)
+        else:
+            job.dumps.append(got)
+        return InputStats(name=shown(path), bytes=size)
     try:
         with open(path, "rb") as f:
             if sniff(f.read(4096)) != "fr":
                 return None
             f.seek(0)
-            data = f.read(MAX_PICKLE_BYTES + 1)
+            # read(n) allocates n bytes first: a file within the limit is read whole
+            size = os.fstat(f.fileno()).st_size
+            data = f.read() if size <= MAX_PICKLE_BYTES else f.read(MAX_PICKLE_BYTES + 1)
     except OSError as exc:
         raise BadInput(f"{shown(path)}: cannot read ({exc.strerror or exc})") from None
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, load_bytes, parse_dump
+from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, load_bytes, no_gc, parse_dump
 from ncclcheck.jobdir.text import JobText, TextScanner
 from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES
 from ncclcheck.jobdir.verdict import judge
@@ -42,18 +42,22 @@ class JobReader:
         self.dumps: list[RankTrace] = []
         self.text = JobText()
         self.bad: list[str] = []
+        #: path -> (kind, trace or message, bytes) read ahead by :func:`~.inputs.prefetch`
+        self.prefetched: dict[str, tuple[str, Any, int]] = {}
 
     def add_dump(self, path: str, data: bytes, source: str = "") -> None:
         """Read one dump's bytes (``UnsafePickle`` propagates: the caller refuses the input)."""
         if len(data) > MAX_PICKLE_BYTES:
             self.bad.append(f"{path}: over {MAX_PICKLE_BYTES >> 20} MiB, not read")
             return
-        try:
-            doc = load_bytes(data)
-        except NotADump as exc:
-            self.bad.append(f"{path}: {exc}")
-            return
-        trace = parse_dump(doc, path, self.sigs, self.stacks)
+        with no_gc():
+            try:
+                doc = load_bytes(data)
+            except NotADump as exc:
+                self.bad.append(f"{path}: {exc}")
+                return
+            trace = parse_dump(doc, path, self.sigs, self.stacks)
+            del doc                             # freed while the collector still waits
         trace.source = source or path
         self.dumps.append(trace)
 
@@ -63,11 +67,13 @@ class JobReader:
 
     def found_anything(self) -> bool:
         """Did any input hold a dump or a job-level line?"""
+        self.text.resolve()
         return bool(self.dumps or self.text.torchrun_summary or self.text.srun_tasks
                     or self.text.ras.comms or any(t.watchdog for t in self.text.ranks.values()))
 
     def result(self, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""
+        self.text.resolve()
         world = sorted(self.text.ranks) if self.text.torchrun_summary else None
         v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
             judge_text(self.text, {n["rank"] for n in nccl_ranks if isinstance(n.get("rank"), int)})

@@ -19,7 +19,12 @@ Lines are recognised by what they say, in any file and any mix:
   collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, ...)``;
 - a Python stack written by faulthandler or a signal handler (``Stack (most recent call
   first):``, ``File "train.py", line 12 in step``): where a live rank waited;
-- torchrun ``--log-dir`` files, ``…/attempt_K/<local_rank>/stderr.log``: the local rank.
+- torchrun ``--log-dir`` files (``--redirects``/``--tee``), ``<log_dir>/<run_id>_<random>/
+  attempt_K/<local_rank>/stderr.log`` (torch/distributed/elastic/multiprocessing/api.py,
+  ``DefaultLogsSpecs.reify``), and ``--tee``'s console header ``[default1]:`` (role name and local
+  rank, tail_log.py): the local rank. The global rank is the file's own ``[rankN]:`` line (torch
+  prefixes an uncaught exception so), else the one rank torchrun's summary gives that local
+  rank; lines before it (a faulthandler stack has no prefix) wait in :meth:`JobText.resolve`.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ _STACK_HEAD = re.compile(r"(?:Stack|Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]
                          r"\(most recent call first\)")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+),? in (\S+)')
 _LOGDIR = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
+_TEE = re.compile(r"^\[([A-Za-z_][\w.-]*?)(\d+)\]:")
 _GLOO_TIMEOUT = "Timed out waiting"
 _CLOSED = re.compile(r"Connection closed by peer \[([^\]]+)\]")
 SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15, "SIGABRT": 6, "SIGBUS": 7}
@@ -81,6 +87,36 @@ class JobText:
     closed_peers: dict[str, str] = field(default_factory=dict)  #: address -> evidence
     torchrun_summary: bool = False
     ras: RasScanner = field(default_factory=RasScanner)
+    #: lines known by local rank only, per (file, local rank), until :meth:`resolve`
+    locals: dict[tuple[str, int], RankText] = field(default_factory=dict)
+
+    def local(self, name: str, local_rank: int) -> RankText:
+        """The record of local rank ``local_rank`` as file ``name`` tells it."""
+        got = self.locals.get((name, local_rank))
+        if got is None:
+            got = self.locals[(name, local_rank)] = RankText(local_rank=local_rank)
+        return got
+
+    def merge(self, key: tuple[str, int], r: int) -> None:
+        """Hand what a file said of a local rank to global rank ``r``."""
+        p = self.locals.pop(key, None)
+        if p is None:
+            return
+        t = self.rank(r)
+        t.local_rank = key[1] if t.local_rank is None else t.local_rank
+        if p.stack and not t.stack:
+            t.stack, t.stack_evidence = p.stack, p.stack_evidence
+        t.timed_out = t.timed_out or p.timed_out
+        t.watchdog = t.watchdog or p.watchdog
+        t.last.extend(p.last)
+
+    def resolve(self) -> None:
+        """Give each local rank's lines to the one global rank of that local rank (torchrun's
+        summary or a ``[rankN]:`` line elsewhere); with several candidates (nodes), none."""
+        for key in list(self.locals):
+            which = [r for r, t in self.ranks.items() if t.local_rank == key[1]]
+            if len(which) == 1:
+                self.merge(key, which[0])
 
     def rank(self, r: int) -> RankText:
         """The record of rank ``r``."""
@@ -102,7 +138,7 @@ class TextScanner:
         self._block: dict = {}
         self._root = False
         self._stack: Optional[list[str]] = None
-        self._stack_rank: Optional[int] = None
+        self._stack_rank: Optional[RankText] = None
         self._stack_at = ""
 
     def _flush_block(self) -> None:
@@ -124,15 +160,24 @@ class TextScanner:
         """One line (decoded, without its newline)."""
         at = f"{self.name}:{lineno}"
         rank = None
+        local = self.local_rank
+        tee = _TEE.match(line)
+        if tee and tee.group(1) != "rank":       # torchrun --tee: [<role><local rank>]:
+            local = int(tee.group(2))
+            line = line[tee.end():]
         m = _RANK_PREFIX.match(line)
         if m:
             rank = int(m.group(1))
             line = line[m.end():]
+            if local is not None and self.job.rank(rank).local_rank is None:
+                self.job.rank(rank).local_rank = local
             if self.local_rank is not None and self.file_rank is None:
                 self.file_rank = rank
-                self.job.rank(rank).local_rank = self.local_rank
-        rank = rank if rank is not None else self.file_rank
-        self._frames(line, rank, at)
+        if rank is None and not tee:
+            rank = self.file_rank
+        who = self.job.rank(rank) if rank is not None else (
+            self.job.local(self.name, local) if local is not None else None)
+        self._frames(line, who, at)
         if "Root Cause (first observed failure)" in line:
             self._flush_block()
             self._root = True
@@ -146,10 +191,10 @@ class TextScanner:
             self._block_line(line, at)
         if "srun: error:" in line:
             self._srun(line, at)
-        if rank is not None and line.strip():
-            self.job.rank(rank).last.append((at, line.rstrip()[:300]))
+        if who is not None and line.strip():
+            who.last.append((at, line.rstrip()[:300]))
         if _GLOO_TIMEOUT in line or "Watchdog caught collective operation timeout" in line:
-            self._timeout(line, rank, at)
+            self._timeout(line, who, at, rank is not None)
         if "RAS" in line or "launched up to" in line or " -- GPU " in line or \
                 "MISMATCH" in line or "INCOMPLETE" in line or "operation counts" in line:
             self.job.ras.feed(line, at)
@@ -190,21 +235,21 @@ class TextScanner:
                 self.job.srun_tasks[t] = (host, reason, int(code.group(1)) if code else None,
                                           signame, at)
 
-    def _timeout(self, line: str, rank: Optional[int], at: str) -> None:
+    def _timeout(self, line: str, who: Optional[RankText], at: str, known: bool) -> None:
         w = _WATCHDOG.search(line)
         wr = _WATCHDOG_RANK.search(line)
-        if rank is None and wr:
-            rank = int(wr.group(1))
-        if rank is None:
+        if not known and wr:                    # the watchdog's "[Rank 7]": a global rank
+            who = self.job.rank(int(wr.group(1)))
+        if who is None:
             return
-        r = self.job.rank(rank)
+        r = who
         r.timed_out = r.timed_out or at
         if w and r.watchdog is None:
             r.watchdog = (int(w.group(1)), w.group(2), at)
 
-    def _frames(self, line: str, rank: Optional[int], at: str) -> None:
+    def _frames(self, line: str, who: Optional[RankText], at: str) -> None:
         if _STACK_HEAD.search(line):
-            self._stack, self._stack_rank, self._stack_at = [], rank, at
+            self._stack, self._stack_rank, self._stack_at = [], who, at
             return
         if self._stack is None:
             return
@@ -216,7 +261,7 @@ class TextScanner:
 
     def _end_stack(self) -> None:
         if self._stack and self._stack_rank is not None:
-            r = self.job.rank(self._stack_rank)
+            r = self._stack_rank
             r.stack, r.stack_evidence = self._stack[:8], self._stack_at
         self._stack = None
 
@@ -224,3 +269,5 @@ class TextScanner:
         """End of the file."""
         self._end_stack()
         self._flush_block()
+        if self.file_rank is not None and self.local_rank is not None:
+            self.job.merge((self.name, self.local_rank), self.file_rank)

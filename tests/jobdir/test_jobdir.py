@@ -9,11 +9,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from ncclcheck.diagnose import diagnose_files
+from ncclcheck.envformat import parse_env_text
 from ncclcheck.jobdir.fr import Intern, load_bytes, parse_dump
 from ncclcheck.jobdir.text import JobText, TextScanner
 
 NCCLCHECK = [sys.executable, "-m", "ncclcheck"]
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def entry(seq, op="all_reduce", size=8, state="scheduled", backend="gloo", **kw):
@@ -146,6 +150,46 @@ def test_torchrun_summary_and_srun_lines_map_ranks_to_hosts():
     assert job.srun_tasks[5][0] == "node2" and job.srun_tasks[5][3] == "SIGKILL"
 
 
+TEE = """\
+[default1]:Stack (most recent call first):
+[default1]:  File "/job/train.py", line 62 in <module>
+[default{l0}]:[rank{r0}]: Traceback (most recent call last):
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-26_15:21:59
+  host      : node2
+  rank      : {r0} (local_rank: {l0})
+  exitcode  : 1 (pid: 12919)
+  error_file: <N/A>
+  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html
+[1]:
+  time      : 2026-11-26_15:21:59
+  host      : node2
+  rank      : 5 (local_rank: 1)
+  exitcode  : -15 (pid: 12920)
+  error_file: <N/A>
+  traceback : Signal 15 (SIGTERM) received by PID 12920
+"""
+
+
+@pytest.mark.parametrize("r0, l0, owner", [(4, 0, 5), (1, 1, None)])
+def test_tee_headers_give_a_local_rank_and_its_stack_goes_to_the_one_global_rank(r0, l0, owner):
+    # torchrun --tee 3: "[default<local rank>]:" (tail_log.py); faulthandler writes no [rankN]:
+    job = JobText()
+    s = TextScanner(job, "torchrun.log")
+    for i, line in enumerate(TEE.format(r0=r0, l0=l0).splitlines(), 1):
+        s.feed(line, i)
+    s.close()
+    job.resolve()
+    assert job.ranks[r0].local_rank == l0 and job.ranks[5].local_rank == 1
+    stacked = [r for r, t in job.ranks.items() if t.stack]
+    if owner is None:   # ranks 1 and 5 are both local rank 1 (two nodes): whose stack is unknown
+        assert stacked == []
+    else:
+        assert stacked == [owner] and job.ranks[owner].stack == ["/job/train.py:62 in <module>"]
+        assert job.ranks[owner].stack_evidence == "torchrun.log:1"
+
+
 def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
     write(tmp_path, {0: [entry(1), entry(2)], 1: [entry(1)], 2: [entry(1), entry(2)]})
     doc_path = tmp_path / "diag.json"
@@ -158,16 +202,99 @@ def test_report_draws_each_ranks_progress_with_the_culprit_marked(tmp_path):
     assert len(bars) == 3 and bars[1].endswith("<- missing") and "<-" not in bars[0] + bars[2]
 
 
-def test_recommend_ends_with_a_droppable_explainable_hang_section(tmp_path):
-    out = subprocess.run([*NCCLCHECK, "recommend"], capture_output=True, text=True, timeout=120)
+def _explainable(args: list[str]) -> tuple[str, list[str]]:
+    out = subprocess.run([*NCCLCHECK, "recommend", "-q", *args], capture_output=True, text=True,
+                         timeout=120)
     assert out.returncode in (0, 3), out.stderr
     text = out.stdout
     start = text.index("# --- make the next hang explainable")
     section = text[start:text.index("# --- end of the explainable-hang section ---")]
-    for var in ("TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
-                "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=", "NCCL_DEBUG_FILE=/shared/nccl/%h.%p.log",
-                "NCCL_RAS_ENABLE=1"):
-        assert f"# {var}" in section, var
-    assert "2.24" in section and "2.2.12" in section
-    # dropped, the file sets the same: every line of the section is a comment
-    assert all(ln.startswith("#") for ln in section.splitlines())
+    return text, section.splitlines()
+
+
+@pytest.mark.parametrize("host, ras", [("h100-ib-8gpu", False), ("ras-default", True)])
+def test_recommend_writes_a_droppable_section_that_makes_the_next_hang_explainable(
+        tmp_path, host, ras):
+    # recorded facts: NCCL 2.21.5 (no RAS) and 2.26.2 (RAS from 2.24)
+    facts = next(d for d in json.loads((FIXTURES / "facts" / "nccl-ras-diagnostics.pass.json")
+                                       .read_text()) if d["hostname"] == host)
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    text, section = _explainable(["--probe", str(tmp_path / "facts.json"),
+                                  "--dump-dir", "/shared/hang"])
+    set_here = [ln for ln in section if not ln.startswith("#")]
+    assert set_here[:3] == ["TORCH_NCCL_TRACE_BUFFER_SIZE=2000", "TORCH_NCCL_DUMP_ON_TIMEOUT=1",
+                            "TORCH_NCCL_ENABLE_MONITORING=1"]
+    assert "TORCH_NCCL_DEBUG_INFO_TEMP_FILE=/shared/hang/nccl_trace_rank_" in set_here
+    assert "NCCL_DEBUG_FILE=/shared/hang/nccl.%h.%p.log" in set_here
+    assert ("NCCL_RAS_ENABLE=1" in set_here) is ras
+    if not ras:
+        assert any("needs NCCL >= 2.24" in ln and "2.21.5" in ln for ln in section)
+    # each setting comes after its reason, which says where it starts
+    for i, ln in enumerate(section):
+        if not ln.startswith("#"):
+            assert section[i - 1].startswith("#") and " on." in section[i - 1], ln
+    # the section is the file's end: dropped, the rules' lines are all that is left
+    assert text.rstrip().endswith("# --- end of the explainable-hang section ---")
+    # every line of the file, the section included, reads back as the env file
+    env = parse_env_text(text)
+    assert env["NCCL_DEBUG_FILE"] == "/shared/hang/nccl.%h.%p.log"
+
+
+def test_recommend_without_a_dump_dir_leaves_only_the_paths_commented():
+    _, section = _explainable([])
+    set_here = [ln for ln in section if not ln.startswith("#")]
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT=1" in set_here
+    assert not any("DEBUG_INFO_TEMP_FILE" in ln or "DEBUG_FILE=" in ln for ln in set_here)
+    assert any(ln.startswith("# NCCL_DEBUG_FILE=") and "--dump-dir" in ln for ln in section)
+
+
+def test_recommend_refuses_a_dump_dir_it_cannot_write_into_an_env_file():
+    out = subprocess.run([*NCCLCHECK, "recommend", "-q", "--dump-dir", "/shared/my hang"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "--dump-dir" in out.stderr
+
+
+def test_many_dumps_read_by_worker_processes_give_the_verdict_of_one_process(tmp_path,
+                                                                           monkeypatch):
+    import ncclcheck.jobdir.inputs as inputs
+
+    ranks = inputs.PARALLEL_MIN + 32
+    base = [entry(1), entry(2, "all_gather", 4), entry(3)]
+    for r in range(ranks):
+        # rank 77 calls broadcast at #3: a signature one worker meets first, the others never
+        es = base[:2] + [entry(3, "broadcast")] if r == 77 else base
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(
+            pickle.dumps(dump(es, str(list(range(ranks))))))
+    import ncclcheck.diagnose as diagnose
+
+    ahead = []
+
+    def spy(job, paths):
+        inputs.prefetch(job, paths)
+        ahead.append(len(job.prefetched))
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(diagnose, "prefetch", spy)
+    forked = diagnose_files([str(tmp_path)])
+    assert ahead == [ranks]                          # every dump was read by a worker
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    alone = diagnose_files([str(tmp_path)])
+    assert [(c["rank"], c["kind"]) for c in forked["culprits"]] == [(77, "mismatch")]
+    for key in ("culprits", "first_desync", "progress", "job"):
+        assert forked[key] == alone[key], key
+
+
+def test_a_malicious_pickle_among_many_dumps_is_refused_by_the_workers_too(tmp_path):
+    from ncclcheck.jobdir.inputs import PARALLEL_MIN
+
+    for r in range(PARALLEL_MIN + 8):
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps(dump([entry(1)])))
+    witness = tmp_path.parent / "ran"
+    bomb = Boom()
+    bomb.path = witness
+    (tmp_path / "nccl_trace_rank_50").write_bytes(pickle.dumps(bomb))
+    out = subprocess.run([*NCCLCHECK, "diagnose", str(tmp_path)], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert "nccl_trace_rank_50" in out.stderr and "refused" in out.stderr
+    assert not witness.exists()

@@ -1,12 +1,16 @@
 """Real gloo jobs under torchrun, one planted fault each, diagnosed from what they leave behind.
 
 Each job is 3 ranks of tests/jobdir/fault_job.py (4 s collective timeout) in its own folder:
-Flight Recorder dumps written by the job's handlers, and torchrun's output. The jobs run side by
-side once per module; every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows.
+Flight Recorder dumps written by the job's handlers, and torchrun's output. The "sleep" job runs
+with torchrun's ``--log-dir`` and ``--redirects 3``: its ranks' output is only in torchrun's own
+layout (``logs/<run>_<random>/attempt_0/<local_rank>/stderr.log``). The jobs run side by side once
+per module; every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows (once per
+folder: the documents are kept).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -24,6 +28,8 @@ TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
 FAULTS = ("none", "skip", "sleep", "exit", "sigkill", "sigsegv", "other", "size")
 TARGET = 1
+#: the jobs whose ranks write only to torchrun's --log-dir
+LOG_DIR = {"sleep": ["--redirects", "3"]}
 
 
 def run_job(folder: Path, fault: str) -> Path:
@@ -34,7 +40,8 @@ def run_job(folder: Path, fault: str) -> Path:
     env = {**os.environ, "TMPDIR": str(folder / "tmp"), "FAULT": fault, "FAULT_RANK": str(TARGET), "COLL_TIMEOUT": "4",
            "TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_"), "OMP_NUM_THREADS": "1"}
     with open(folder / "job.log", "wb") as log:
-        subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", str(JOB)], env=env,
+        logs = ["--log-dir", str(folder / "logs"), *LOG_DIR[fault]] if fault in LOG_DIR else []
+        subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", *logs, str(JOB)], env=env,
                        stdout=log, stderr=subprocess.STDOUT, timeout=240, check=False)
     return folder
 
@@ -47,6 +54,7 @@ def jobs(tmp_path_factory):
     return done
 
 
+@functools.lru_cache(maxsize=None)
 def diagnose(folder: Path) -> dict:
     out = subprocess.run([NCCLCHECK, "diagnose", str(folder), "--json"], capture_output=True,
                          text=True, timeout=60)
@@ -96,10 +104,20 @@ def test_a_mismatch_shows_both_stacks_and_where_torchrun_disagrees(jobs):
     assert root and f"rank {TARGET} " not in root[0].split(":")[0]
 
 
-def test_a_stuck_rank_shows_where_it_waited(jobs):
-    doc = diagnose(jobs["sleep"])
-    assert any("time.sleep" in ln or "fault_job.py:5" in ln or "fault_job.py:6" in ln
-               for ln in doc["job"]["stacks"][f"rank {TARGET}"]), doc["job"]["stacks"]
+def test_a_stuck_rank_shows_where_it_waited_from_torchruns_log_dir(jobs):
+    folder = jobs["sleep"]
+    # torchrun's own layout (torch/distributed/elastic/multiprocessing/api.py): the rank's
+    # faulthandler stack, with no [rankN]: prefix, is only in its local rank's stderr.log
+    logs = sorted(folder.glob("logs/*/attempt_0/*/stderr.log"))
+    assert [p.parent.name for p in logs] == ["0", "1", "2"], sorted(folder.rglob("*"))
+    assert "most recent call first" in logs[TARGET].read_text()
+    assert "most recent call first" not in (folder / "job.log").read_text()
+    doc = diagnose(folder)
+    sleep = next(i for i, ln in enumerate(JOB.read_text().splitlines(), 1) if "time.sleep" in ln)
+    assert f"fault_job.py:{sleep} in <module>" in " ".join(
+        doc["job"]["stacks"][f"rank {TARGET}"]), doc["job"]["stacks"]
+    c = doc["culprits"][0]
+    assert any(f"attempt_0/{TARGET}/stderr.log:" in e for e in c["evidence"]), c["evidence"]
 
 
 def test_text_output_leads_with_the_verdict(jobs):

@@ -39,8 +39,11 @@ def test_stdout_is_only_the_env_file(files):
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln]
     assert all(ln.startswith("#") or "=" in ln for ln in lines)
-    assert parse_env_text(out.stdout) == {"NCCL_SOCKET_IFNAME": "=bond0,bond0.100",
-                                          "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20"}
+    # the rules' lines, then the droppable section for the next hang (issue 22)
+    rules, _, section = out.stdout.partition("# --- make the next hang explainable")
+    assert parse_env_text(rules) == {"NCCL_SOCKET_IFNAME": "=bond0,bond0.100",
+                                     "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20"}
+    assert "TORCH_NCCL_DUMP_ON_TIMEOUT" in parse_env_text(section)
     assert "recommendation for 2 node(s)" in out.stderr and "NCCL_SOCKET_IFNAME" in out.stderr
 
 
