@@ -26,7 +26,7 @@ BENCH_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "alltoal
 @click.option("-b", "--min-bytes", default="8", show_default=True, metavar="SIZE",
               help="Smallest size (K, M, G = 1024^n, as nccl-tests).")
 @click.option("-e", "--max-bytes", default="128M", show_default=True, metavar="SIZE",
-              help="Largest size.")
+              help="Largest size (over gloo, CPU ranks without a GPU: 8M unless given).")
 @click.option("-f", "--step-factor", type=IntRange(2, 1 << 20), default=2, show_default=True,
               help="Multiply the size by this each step.")
 @click.option("-w", "--warmup", type=IntRange(0, MAX_ITERS), default=5, show_default=True,
@@ -118,6 +118,9 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
     from ncclcheck.bench.command import BenchRequest
     from ncclcheck.benchcmd import run_command
 
+    given = tuple(name for name in ("max_bytes", "warmup", "iters", "timeout", "budget")
+                  if click.get_current_context().get_parameter_source(name)
+                  is not ParameterSource.DEFAULT)
     request = BenchRequest(
         op=op, min_bytes=min_bytes, max_bytes=max_bytes, step_factor=step_factor,
         warmup=warmup, iters=iters, dtype=dtype, check=check, average=average, procs=procs,
@@ -129,7 +132,5 @@ def bench(obj: Ctx, op: str | None, min_bytes: str, max_bytes: str, step_factor:
         compare_files=list(compare_files), import_path=import_path, nccl_log_dir=nccl_log_dir,
         link_rate=link_rate, as_json=as_json, output=output, launcher=launcher,
         pairwise=pairwise, rounds=rounds, budget=budget, probe=list(probe_files),
-        given=tuple(name for name in ("max_bytes", "warmup", "iters", "timeout", "budget")
-                    if click.get_current_context().get_parameter_source(name)
-                    is not ParameterSource.DEFAULT))
+        given=given, gloo_end="max_bytes" not in given)
     run_command(request, obj.out, obj.err)

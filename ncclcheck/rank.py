@@ -1,4 +1,4 @@
-"""``ncclcheck rank``: which node of a hostfile is this one, as shell assignments for torchrun.
+"""``ncclcheck rank``: which node is this one, as shell assignments for torchrun.
 
 Run the same command on every node; each prints its own ``NODE_RANK``::
 
@@ -6,20 +6,18 @@ Run the same command on every node; each prints its own ``NODE_RANK``::
     $ torchrun --nnodes=$NNODES --node-rank=$NODE_RANK --nproc-per-node=8 \\
           --master-addr=$MASTER_ADDR --master-port=$MASTER_PORT train.py
 
-This node is found by matching the hostfile entries against its interface addresses
-(``psutil.net_if_addrs``) and its host names (``socket.gethostname``, FQDN), then, for names that
-do not match directly, against their resolved addresses (``getaddrinfo``, 2 s per name).
-Loopback results do not count (Debian maps the hostname to 127.0.1.1 on every node).
+This node is the hostfile entry that names one of its non-loopback interface addresses
+(``psutil.net_if_addrs``) or host names (``socket.gethostname``, FQDN), else whose name resolves
+to one (``getaddrinfo``, 2 s per name; Debian's 127.0.1.1 for the own name does not count). A
+one-entry hostfile naming ``localhost`` or a loopback address (DeepSpeed's ``localhost slots=8``)
+is this node; in several entries it would be a different machine on each node: refused.
+``MASTER_ADDR`` is the first entry as written. Without ``--hostfile``, a Kubernetes pod's job
+API or mpirun gives the values (:func:`rank_values`).
 
-A hostfile of one entry that names ``localhost`` or a loopback address (DeepSpeed's usual
-single-node ``localhost slots=8``) is this node. In a hostfile of several nodes such an entry would
-name a different machine on each node, so it is refused.
-
-``MASTER_ADDR`` is the first entry as written. ``MASTER_PORT`` is the same on every node, or the
-command fails: a worker cannot see which ports are busy on the master, so every node prints the
-first port of ``--port-range`` (default 29500-29599), and the master checks that this port is free
-there. When it is busy, the master exits 1 and names a free port of the range to pass to every node
-as ``--master-port``. On a single node nobody else has to agree, so it takes the first free port.
+``MASTER_PORT`` is the same on every node, or the command fails: a worker cannot see the master's
+ports, so every node prints the first port of ``--port-range`` (default 29500-29599) and the
+master checks that it is free there; when busy, the master exits 1 and names a free port of the
+range to pass to every node as ``--master-port``. A single node takes the first free port.
 """
 
 from __future__ import annotations
@@ -115,15 +113,6 @@ def _with_timeout(func: Callable, timeout: float, *args: object) -> object:
         return box.get(timeout=timeout)
     except queue.Empty:
         return None
-
-
-def resolve(host: str, timeout: float = RESOLVE_TIMEOUT) -> set | None:
-    """Addresses of ``host`` (getaddrinfo), None when it does not resolve within ``timeout``."""
-    infos = _with_timeout(socket.getaddrinfo, timeout, host, None, 0, socket.SOCK_STREAM)
-    if not infos:
-        return None
-    found = {normalize_address(info[4][0]) for info in infos}  # type: ignore[union-attr]
-    return {a for a in found if a}
 
 
 def resolve_all(hosts: list[str], resolver: Callable[[str], "set | None"] | None = None,
@@ -312,13 +301,25 @@ def rank_assignments(targets: list[Target], me: Identity | None = None,
     """
     me = me or local_identity()
     rank = find_rank(targets, me, resolver, source)
+    slots = {t.slots for t in targets}
+    return node_values(rank, len(targets), targets[0].host, port_range, master_port, is_free,
+                       notes, slots.pop() if len(slots) == 1 else None)
+
+
+def node_values(rank: int, nnodes: int, master_addr: str,
+                port_range: tuple[int, int] = DEFAULT_PORT_RANGE, master_port: int | None = None,
+                is_free: Callable[[int], bool] = port_is_free, notes: list[str] | None = None,
+                nproc: int | None = None) -> dict:
+    """The values for node ``rank`` of ``nnodes``, with the ``MASTER_PORT`` every node prints:
+    ``master_port`` (checked free on the master), else the first port of ``port_range`` (the
+    master fails when it is busy there; a single node takes the first free one)."""
     low, high = port_range
     if master_port is not None:
         if rank == 0 and not is_free(master_port):
-            raise NcclcheckError(f"--master-port {master_port} is in use on this node "
-                                 "(the master)")
+            raise NcclcheckError(f"MASTER_PORT {master_port} is in use on this node "
+                                 "(the master): pass a free one to every node as --master-port")
         port = master_port
-    elif len(targets) == 1:
+    elif nnodes == 1:
         port = first_free_port(range(low, high + 1), is_free)
         if port != low and notes is not None:
             notes.append(f"port {low} is busy on this node; MASTER_PORT={port}")
@@ -332,12 +333,59 @@ def rank_assignments(targets: list[Target], me: Identity | None = None,
                              f"{low}: run ncclcheck rank on every node with {free}")
     else:
         port = low  # every node prints the same port; the master has checked it is free
-    values = {"NNODES": len(targets), "NODE_RANK": rank, "MASTER_ADDR": targets[0].host,
-              "MASTER_PORT": port}
-    slots = {t.slots for t in targets}
-    if len(slots) == 1 and None not in slots:
-        values["NPROC_PER_NODE"] = slots.pop()
-    return values
+    values = {"NNODES": nnodes, "NODE_RANK": rank, "MASTER_ADDR": master_addr, "MASTER_PORT": port}
+    return values if nproc is None else {**values, "NPROC_PER_NODE": nproc}
+
+
+def rank_values(hostfile: str | None, nodes: int | None = None, port_range: str = "29500-29599",
+                master_port: int | None = None, notes: list[str] | None = None,
+                environ: dict[str, str] | None = None) -> dict:
+    """What ``ncclcheck rank`` prints: this node's entry of ``hostfile``; without one, what the
+    Kubernetes job API of its pod or mpirun (once per node) says, read as ``bench`` reads them
+    (:func:`ncclcheck.bench.environ.detect_launcher`; an MPIJob pod: the operator's hostfile)."""
+    import os
+
+    from ncclcheck.bench.environ import POD_LAUNCHERS, detect_launcher, rank_env
+    from ncclcheck.hostfile import load_hostfile
+    from ncclcheck.k8s.podenv import pod_job
+
+    ports = parse_port_range(port_range)
+    if hostfile:
+        return rank_assignments(load_hostfile(hostfile, nodes), port_range=ports,
+                                master_port=master_port, source=hostfile, notes=notes)
+    if nodes is not None:
+        raise BadInput("--nodes needs --hostfile")
+    environ = dict(os.environ) if environ is None else environ
+    launcher, job = detect_launcher(environ), pod_job(environ)
+    if launcher in POD_LAUNCHERS:  # pod_job gave a node rank
+        ident = rank_env(environ, launcher)
+        return node_values(ident["rank"], ident["world_size"], ident["master_addr"], ports,
+                           master_port or job["master_port"], notes=notes,
+                           nproc=job["nproc_per_node"])
+    if launcher == "mpi":
+        from ncclcheck.bench.mpiaddr import master_address
+
+        ident = rank_env(environ, launcher)
+        local = environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") or environ.get("MPI_LOCALNRANKS")
+        if local not in (None, "", "1"):
+            raise BadInput(f"under mpirun, ncclcheck rank runs once per node, not {local} times "
+                           "(mpirun --map-by ppr:1:node; Intel MPI, MPICH: -ppn 1)")
+        addr = master_address(environ) or ("127.0.0.1" if ident["world_size"] == 1 else None)
+        if not addr:
+            raise BadInput("under mpirun: no MASTER_ADDR, and only Open MPI tells where rank 0 "
+                           "runs: mpirun -genv MASTER_ADDR HOST (Intel MPI, MPICH)")
+        return node_values(ident["rank"], ident["world_size"], addr, ports, master_port,
+                           notes=notes)
+    if launcher is None and job and job["api"] == "mpijob":  # the operator's hostfile
+        if job["role"] == "worker" and not os.path.exists(job["hostfile"]):
+            raise BadInput("an MPIJob worker has no hostfile (the launcher has): run ncclcheck "
+                           "rank under the launcher's mpirun, once per node")
+        return rank_assignments(load_hostfile(job["hostfile"], environ=environ),
+                                port_range=ports, master_port=master_port,
+                                source=job["hostfile"], notes=notes)
+    raise BadInput("--hostfile is needed " + (f"inside {launcher}, whose ranks are set already"
+                   if launcher else "outside mpirun and the pods of MPIJob, PyTorchJob, "
+                   "TrainJob, JobSet and LWS"))
 
 
 def format_shell(values: dict, export: bool = False) -> str:

@@ -80,7 +80,7 @@ def test_master_port_choice():
                              is_free=lambda p: p > 29501, resolver=no_dns, notes=notes)
     assert alone["MASTER_PORT"] == 29502 and notes == ["port 29500 is busy on this node; "
                                                        "MASTER_PORT=29502"]
-    with pytest.raises(NcclcheckError, match="--master-port 6000 is in use"):
+    with pytest.raises(NcclcheckError, match="MASTER_PORT 6000 is in use"):
         rank_assignments(HOSTS, master, master_port=6000, is_free=lambda p: False,
                          resolver=no_dns)
     mixed = parse_hostfile("gpu-01 slots=8\ngpu-02 slots=4\n")

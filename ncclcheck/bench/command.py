@@ -55,6 +55,8 @@ class BenchRequest:
     #: the options the user gave (``max_bytes``, ``warmup``, ``iters``, ``timeout``): with
     #: --pairwise, the others are chosen by the hunt (a probed size, a time per pair)
     given: tuple[str, ...] = ()
+    #: ``-e`` left at its default on the command line: over gloo the sweep ends at 8 MiB
+    gloo_end: bool = False
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:
@@ -65,6 +67,8 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
     dtype = sweep.get_dtype(req.dtype)
     min_bytes, max_bytes = sweep.parse_size(req.min_bytes), sweep.parse_size(req.max_bytes)
     sizes = sweep.sizes(min_bytes, max_bytes, req.step_factor)
+    gloo_sizes = None if not req.gloo_end else sweep.sizes(
+        min_bytes, max(min_bytes, min(max_bytes, sweep.GLOO_MAX_BYTES)), req.step_factor)
     env = envfile.candidate_env(req.env_assignments, req.env_files)
     env.update(extra_env or {})
     envfile.check_size(env, "the run's settings")
@@ -82,7 +86,8 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
         except ValueError as exc:
             raise BadInput(f"--master-addr: {exc}") from None
     return BenchOptions(
-        op=req.op or "all_reduce", dtype=dtype.name, sizes=sizes, warmup=req.warmup,
+        op=req.op or "all_reduce", dtype=dtype.name, sizes=sizes, gloo_sizes=gloo_sizes,
+        warmup=req.warmup,
         iters=req.iters, check=req.check, backend=req.backend, procs=req.procs,
         timeout=req.timeout, candidate_env=env, nodes=req.nodes, hostfile=req.hostfile,
         ssh_config=req.ssh_config, remote_python=req.remote_python,

@@ -86,14 +86,12 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
         raise NcclcheckError(INSTALL_HINT)
     environ = dict(os.environ)
     ident = rank_env(environ, launcher)
-    if (launcher == "mpi" and not (opts.master_addr or environ.get("MASTER_ADDR"))
-            and environ.get("OMPI_COMM_WORLD_LOCAL_SIZE")
-            != environ.get("OMPI_COMM_WORLD_SIZE")):
-        from ncclcheck.bench.mpiaddr import rank0_address
+    if launcher == "mpi" and not opts.master_addr:
+        from ncclcheck.bench.mpiaddr import master_address
 
-        found = rank0_address()  # rank 0 tells over MPI where it is (Open MPI, bounded)
+        found = master_address(environ)
         if found:
-            environ["MASTER_ADDR"] = found[1]
+            environ["MASTER_ADDR"] = found
     ident["master_addr"], ident["master_port"] = rendezvous(
         environ, launcher, opts.master_addr, opts.master_port)
     made_log_dir = not opts.nccl_log_dir
@@ -134,7 +132,7 @@ def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress
 
     def emit(event: dict[str, Any]) -> None:
         if event.get("ev") == "ready":
-            progress.start(len(opts.sizes))
+            progress.start(event.get("sizes", len(opts.sizes)))
         elif event.get("ev") == "progress":
             progress.update(event["done"], event["row"])
         elif event.get("ev") == "beat" and "round" in event and hasattr(progress, "round"):

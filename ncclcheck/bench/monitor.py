@@ -85,7 +85,7 @@ class Monitor:
             self.log_dirs.setdefault(node, event["log_dir"])  # kept by agents that fail
         if kind == "ready":
             self.ready = True
-            self.progress.start(len(self.opts.sizes))
+            self.progress.start(event.get("sizes", len(self.opts.sizes)))
         elif kind == "progress":
             self.progress.update(event.get("done", 0), event.get("row", {}))
         elif kind == "result":

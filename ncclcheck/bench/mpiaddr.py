@@ -106,5 +106,20 @@ def rank0_address(timeout: float = 15.0) -> tuple[str, str] | None:
     return (str(info.get("host")), addr) if addr else None
 
 
+def master_address(environ: dict[str, str]) -> str | None:
+    """Under mpirun: ``MASTER_ADDR`` when set, else rank 0's address told over MPI when the
+    ranks span nodes (Open MPI); None when neither says (one node, or another MPI).
+
+    >>> master_address({"MASTER_ADDR": "198.18.0.11"}), master_address({"PMI_RANK": "0"})
+    ('198.18.0.11', None)
+    """
+    if environ.get("MASTER_ADDR"):
+        return environ["MASTER_ADDR"]
+    if environ.get("OMPI_COMM_WORLD_LOCAL_SIZE") == environ.get("OMPI_COMM_WORLD_SIZE"):
+        return None
+    found = rank0_address()  # rank 0 tells over MPI where it is (Open MPI, bounded)
+    return found[1] if found else None
+
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,6 +31,8 @@ class BenchOptions:
     op: str = "all_reduce"
     dtype: str = "float"
     sizes: list[int] = dataclasses.field(default_factory=lambda: [8])
+    #: the sizes when the backend is gloo (no ``-e`` given: the sweep ends at 8 MiB there)
+    gloo_sizes: list[int] | None = None
     warmup: int = 5
     iters: int = 20
     check: int = 1
@@ -54,10 +56,14 @@ class BenchOptions:
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
-        return {"op": self.op, "dtype": self.dtype, "sizes": list(self.sizes),
+        sizes, sweep = list(self.sizes), self.sweep
+        if backend == "gloo" and self.gloo_sizes:
+            sizes = list(self.gloo_sizes)
+            sweep = {**(sweep or {}), "max_bytes": sizes[-1]} if sweep else sweep
+        return {"op": self.op, "dtype": self.dtype, "sizes": sizes,
                 "warmup": self.warmup, "iters": self.iters, "check": self.check,
                 "backend": backend, "timeout_s": self.timeout, "average": self.average,
-                "sweep": self.sweep, "candidate_env": dict(self.candidate_env),
+                "sweep": sweep, "candidate_env": dict(self.candidate_env),
                 "link_rate_gbps": self.link_rate_gbps, "pairwise": self.pairwise}
 
 

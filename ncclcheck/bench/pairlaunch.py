@@ -122,7 +122,7 @@ def pairwise_options(req: Any, n: int) -> Any:
                                              max_bytes=str(shown)))
     planned = len(schedule.plan(n, req.rounds)) + (CONFIRM_ALLOWANCE if req.rounds else 0)
     return dataclasses.replace(
-        opts, op="sendrecv", procs=None, check=0, sizes=[shown] * planned,
+        opts, op="sendrecv", procs=None, check=0, sizes=[shown] * planned, gloo_sizes=None,
         timeout=req.timeout if "timeout" in given else PAIRWISE_TIMEOUT_S,
         sweep={"min_bytes": shown, "max_bytes": shown, "step_factor": 1},
         pairwise={"rounds": req.rounds, "size_bytes": size, "max_bytes": shown,

@@ -16,6 +16,10 @@ _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 MAX_SIZES = 64
 #: The largest message size: 1 TiB (nccl-tests' sweeps stop at a GPU's memory, well below).
 MAX_BYTES = 1 << 40
+#: Where a sweep over gloo (CPU ranks, no GPU) ends unless ``-e`` is given: gloo's busbw levels
+#: off by a few MiB (CPU copies and one TCP stream), and the sizes above only take time (one
+#: rank pair on one node: 8 B-128 MiB 77 s, 8 B-8 MiB 28 s on a loaded 2-core machine).
+GLOO_MAX_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)

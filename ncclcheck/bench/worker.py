@@ -214,7 +214,7 @@ def _sweep(spec: dict[str, Any], op: Op, dtype_info: Any, dtype: Any, rank: int,
            local_rank: int, cuda: bool, device: Any, emit: Emit) -> dict[str, Any] | None:
     barrier(cuda, local_rank)
     if rank == 0:
-        emit({"ev": "ready", "world_size": world})
+        emit({"ev": "ready", "world_size": world, "sizes": len(spec["sizes"])})
     sizes = [int(s) for s in spec["sizes"]]
     counts = [per_rank_count(op, s, dtype_info.size, world) for s in sizes]
     coll = Collective(op, rank, world, dtype, max(counts), device,

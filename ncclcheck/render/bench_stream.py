@@ -46,8 +46,16 @@ class StreamTable:
     def start(self, total: int) -> None:  # noqa: D102
         if not self.started:
             self.started = True
-            lines = [f"# ncclcheck bench: {self.head.get('op')} {self.head.get('dtype')}",
-                     sweep_line(self.head), "#", *table_header()]
+            head = self.head
+            sweep = head.get("sweep") or {}
+            if total and sweep.get("step_factor", 1) > 1:  # over gloo the sweep may end early
+                from ncclcheck.bench.sweep import sizes
+
+                planned = sizes(sweep["min_bytes"], sweep["max_bytes"], sweep["step_factor"])
+                if total < len(planned):
+                    head = {**head, "sweep": {**sweep, "max_bytes": planned[total - 1]}}
+            lines = [f"# ncclcheck bench: {head.get('op')} {head.get('dtype')}",
+                     sweep_line(head), "#", *table_header()]
             self.write("\n".join(lines) + "\n")
         if self.inner:
             self.inner.start(total)

@@ -62,3 +62,19 @@ def test_help_lists_the_nccl_tests_flags():
     for flag in ("-b, --min-bytes", "-e, --max-bytes", "-f, --step-factor", "-w, --warmup",
                  "-n, --iters", "-c, --check", "--hostfile", "--compare", "--import"):
         assert flag in out.stdout
+
+
+def test_over_gloo_the_default_sweep_ends_at_8m_and_a_given_e_is_kept():
+    """CPU ranks (gloo): past a few MiB the sizes only take time, so the sweep -e leaves at its
+    default ends at 8 MiB there; NCCL keeps 128M, and an -e given holds for both."""
+    from ncclcheck.bench.command import BenchRequest, bench_options
+
+    default = bench_options(BenchRequest(gloo_end=True))
+    gloo, nccl = default.worker_spec("gloo"), default.worker_spec("nccl")
+    assert (gloo["sizes"][0], gloo["sizes"][-1], len(gloo["sizes"])) == (8, 8 << 20, 21)
+    assert gloo["sweep"]["max_bytes"] == 8 << 20
+    assert nccl["sizes"][-1] == nccl["sweep"]["max_bytes"] == 128 << 20
+    given = bench_options(BenchRequest(max_bytes="64M")).worker_spec("gloo")
+    assert given["sizes"][-1] == 64 << 20
+    high = bench_options(BenchRequest(min_bytes="16M", gloo_end=True)).worker_spec("gloo")
+    assert high["sizes"] == [16 << 20]

@@ -3,7 +3,9 @@ variables as ncclcheck/k8s/podenv.py cites them), and the traps it closes."""
 
 from __future__ import annotations
 
+import json
 import os
+import socket
 import subprocess
 import sys
 
@@ -14,6 +16,12 @@ from ncclcheck.errors import BadInput
 from ncclcheck.hostfile import load_hostfile, parse_hostfile
 from ncclcheck.k8s.podenv import pod_job
 from ncclcheck.probes.host import detect_launcher as probe_launcher
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
 
 
 def pytorchjob_env(node: int, nodes: int = 2, nproc: int = 8, master: str = "127.0.0.1",
@@ -121,18 +129,76 @@ def test_hand_written_host_colon_n_outside_an_mpi_job_is_still_refused(tmp_path)
         parse_hostfile(INTEL)
 
 
-def test_rank_reads_an_mpijob_intel_hostfile(tmp_path):
-    """``ncclcheck rank`` in an MPIJob pod: the hostfile's host:8 is slots, NPROC_PER_NODE 8."""
+def rank_in(envs: list[dict[str, str]], *args: str) -> list[tuple[int, str, str]]:
+    """``ncclcheck rank --json`` in one process per environment (run at once), with only the
+    variables given (and PATH, HOME): a pod's environment as its controller wrote it."""
+    base = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
+    procs = [subprocess.Popen([sys.executable, "-m", "ncclcheck", "rank", "--json", *args],
+                              env={**base, **env}, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for env in envs]
+    out = []
+    for proc in procs:
+        try:
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        out.append((proc.returncode, stdout, stderr))
+    return out
+
+
+def test_rank_in_the_pod_of_each_api_without_a_hostfile(tmp_path):
+    """``ncclcheck rank`` alone, in each API's pod: the node rank, node count, master and port
+    the controller set (before: --hostfile was required, exit 2). The PyTorchJob trap: node 1
+    of 2 with 8 processes each, not rank 1 of 16."""
+    port = str(free_port())
+    jobset = {"JOB_COMPLETION_INDEX": "0", "JOBSET_JOB_INDEX": "0", "NNODES": "2",
+              "MASTER_ADDR": "js-node-0-0.js", "MASTER_PORT": port, "HOSTNAME": "gpu-node-7"}
+    hydra = {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile",
+             "PMI_RANK": "1", "PMI_SIZE": "2", "MPI_LOCALNRANKS": "1", "MPI_LOCALRANKID": "0",
+             "MASTER_ADDR": "mj-worker-0.mj.default.svc"}   # Intel MPI's mpirun -genv MASTER_ADDR
+    cases = [
+        (pytorchjob_env(1), [2, 1, "127.0.0.1", 23456, 8]),
+        (trainjob_env(1), [2, 1, "tj-node-0-0.tj", 29400, 8]),
+        ({"LWS_LEADER_ADDRESS": "lw-0.lw.default", "LWS_GROUP_SIZE": "4",
+          "LWS_WORKER_INDEX": "3"}, [4, 3, "lw-0.lw.default", 29500, None]),
+        (jobset, [2, 0, "js-node-0-0.js", int(port), None]),   # the master checks its port
+        (hydra, [2, 1, "mj-worker-0.mj.default.svc", 29500, None]),
+    ]
+    results = rank_in([env for env, _ in cases])
+    for (env, want), (code, out, err) in zip(cases, results):
+        assert code == 0, (env, err)
+        got = json.loads(out)
+        assert [got["NNODES"], got["NODE_RANK"], got["MASTER_ADDR"], got["MASTER_PORT"],
+                got.get("NPROC_PER_NODE")] == want, env
+
+
+def test_rank_refuses_with_one_line_where_no_one_says_which_node():
+    cases = [({}, "--hostfile is needed outside mpirun and the pods of"),
+             ({"K_MPI_JOB_ROLE": "worker"}, "an MPIJob worker has no hostfile"),
+             ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "4",
+               "OMPI_COMM_WORLD_LOCAL_SIZE": "2"}, "runs once per node, not 2 times"),
+             ({"PMI_RANK": "1", "PMI_SIZE": "2"}, "no MASTER_ADDR"),
+             ({**pytorchjob_env(2)}, "node rank 2 is not below the node count 2")]
+    for (env, want), (code, out, err) in zip(cases, rank_in([e for e, _ in cases])):
+        assert (code, out) == (2, ""), env
+        assert want in err and err.count("\n") == 1, err
+
+
+def test_rank_in_an_mpijob_pod_reads_the_operators_intel_hostfile(tmp_path):
+    """runLauncherAsWorker: the launcher is the hostfile's first line, ``host:8`` (mpi-operator
+    v0.8.0 mpi_job_controller.go l.1319-1325); rank finds it there: 8 slots, not ssh port 8."""
     path = tmp_path / "hostfile"
-    path.write_text("localhost:8\n")
-    env = {**os.environ, "K_MPI_JOB_ROLE": "launcher"}
-    out = subprocess.run([sys.executable, "-m", "ncclcheck", "rank", "--hostfile", str(path)],
-                         capture_output=True, text=True, timeout=60, env=env)
-    assert out.returncode == 0, out.stderr
-    assert "NPROC_PER_NODE=8" in out.stdout
-    env.pop("K_MPI_JOB_ROLE")
-    out = subprocess.run([sys.executable, "-m", "ncclcheck", "rank", "--hostfile", str(path)],
-                         capture_output=True, text=True, timeout=60, env=env)
-    assert out.returncode == 2 and "ambiguous" in out.stderr
+    path.write_text(f"{socket.gethostname()}:8\nmj-worker-0.mj.default.svc:8\n")
+    port = str(free_port())
+    env = {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": str(path)}
+    (code, out, err), (code2, _, err2) = rank_in([env, {}], "--hostfile", str(path),
+                                                  "--port-range", port)
+    assert code == 0, err
+    assert json.loads(out) == {"NNODES": 2, "NODE_RANK": 0, "MASTER_ADDR": socket.gethostname(),
+                               "MASTER_PORT": int(port), "NPROC_PER_NODE": 8}
+    assert code2 == 2 and "ambiguous" in err2      # a hand-written host:8 outside an MPI job
+    ((code, out, err),) = rank_in([env], "--port-range", port)   # no --hostfile: the job's
+    assert code == 0 and json.loads(out)["NODE_RANK"] == 0, err
+
 
 # The trap for real (two PyTorchJob pods, nprocPerNode 8, no torchrun): tests/k8s/test_pods.py.

@@ -1,8 +1,17 @@
 """The pods run for real: each API's rendered command on the network-namespace cluster's nodes,
 with the environment and files that API's controller gives each pod (the variables as
 ncclcheck/k8s/podenv.py cites them; the downward-API values the manifest asks for; the MPI
-operator's hostfile), and the same results as over ssh. Two nodes, small sweeps: the whole
-suite stays short."""
+operator's hostfile), and the same results as over ssh.
+
+The commands are README's, with their defaults: ``k8s render bench --api API --nodes 2`` (one
+GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as over ssh), the
+hunt of ``k8s render pairwise --api jobset --host-network`` on 4 nodes against
+``bench --pairwise --hostfile hosts``. One 4-node cluster serves the module: the 2-node runs
+use its first two nodes. The runs start together from one module fixture, at most
+``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU); the two hunts
+run after them, one at a time, so no other run's load makes a pair slow. Each test then checks
+what differs between the APIs: how its pods found their node rank, node count and master.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +21,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,21 +36,31 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
-SWEEP = ["-b", "1K", "-e", "64K", "-f", "8", "-w", "1", "-n", "3", "--timeout", "60"]
 IMAGE = "ghcr.io/example/ncclcheck:0.1"
+AT_ONCE = 3
+POD_APIS = ("jobset", "lws", "trainjob", "pytorchjob")
+HAS_MPIRUN = bool(shutil.which("mpirun"))
+_PORTS: set[int] = set()
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _PORTS:
+            _PORTS.add(port)
+            return port
 
 
-def pod_container(api: str, command: str, port: int, args=SWEEP) -> dict:
-    """The ncclcheck container of the rendered manifest (2 nodes, 1 GPU each: CPU ranks)."""
-    objs = render(RenderOptions(command, api, IMAGE, nodes=2, gpus_per_node=1, port=port,
-                                args=list(args)))
-    text = json.dumps(objs)
+def rendered(command: str, api: str, port: int, nodes: int = 2, **kw) -> list[dict]:
+    """README's ``k8s render COMMAND --api API --nodes N`` (one GPU slot a pod), no extra args."""
+    return render(RenderOptions(command, api, IMAGE, nodes=nodes, gpus_per_node=1, port=port,
+                                **kw))
+
+
+def pod_container(objs: list[dict]) -> dict:
+    """The ncclcheck container of a rendered manifest (JobSet, LWS, TrainJob, PyTorchJob)."""
     for obj in objs:
         if obj["kind"] in ("TrainingRuntime", "JobSet", "LeaderWorkerSet", "PyTorchJob"):
             spec = obj["spec"]
@@ -50,7 +71,7 @@ def pod_container(api: str, command: str, port: int, args=SWEEP) -> dict:
             if "leaderWorkerTemplate" in spec:
                 return spec["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0]
             return spec["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
-    raise AssertionError(text[:300])
+    raise AssertionError(json.dumps(objs)[:300])
 
 
 def argv_of(container: dict) -> list[str]:
@@ -68,7 +89,7 @@ def literal_env(container: dict) -> dict[str, str]:
     return {e["name"]: e["value"] for e in container.get("env", []) if "value" in e}
 
 
-def controller_env(api: str, node: int, c, port: int) -> dict[str, str]:
+def controller_env(api: str, node: int, c, port: int, nodes: int = 2) -> dict[str, str]:
     """What the API's controller (and the manifest's downward API) gives pod ``node``."""
     addr0 = c.addrs[0]
     base = {"POD_NAME": f"ncclcheck-{api}-{node}", "POD_NAMESPACE": "default",
@@ -77,20 +98,22 @@ def controller_env(api: str, node: int, c, port: int) -> dict[str, str]:
         return {**base, "JOB_COMPLETION_INDEX": str(node), "JOBSET_JOB_INDEX": "0",
                 "MASTER_ADDR": addr0}
     if api == "lws":
-        return {**base, "LWS_LEADER_ADDRESS": addr0, "LWS_GROUP_SIZE": "2",
+        return {**base, "LWS_LEADER_ADDRESS": addr0, "LWS_GROUP_SIZE": str(nodes),
                 "LWS_WORKER_INDEX": str(node)}
     if api == "trainjob":
-        return {**base, "PET_NNODES": "2", "PET_NPROC_PER_NODE": "1", "PET_NODE_RANK": str(node),
-                "PET_MASTER_ADDR": addr0, "PET_MASTER_PORT": str(port)}
+        return {**base, "PET_NNODES": str(nodes), "PET_NPROC_PER_NODE": "1",
+                "PET_NODE_RANK": str(node), "PET_MASTER_ADDR": addr0,
+                "PET_MASTER_PORT": str(port)}
     if api == "pytorchjob":
         return {**base, "MASTER_ADDR": addr0, "PET_MASTER_ADDR": addr0,
-                "MASTER_PORT": str(port), "PET_MASTER_PORT": str(port), "WORLD_SIZE": "2",
-                "RANK": str(node), "PET_NODE_RANK": str(node), "PET_NPROC_PER_NODE": "1",
-                "PET_NNODES": "2", "PYTHONUNBUFFERED": "1"}
+                "MASTER_PORT": str(port), "PET_MASTER_PORT": str(port),
+                "WORLD_SIZE": str(nodes), "RANK": str(node), "PET_NODE_RANK": str(node),
+                "PET_NPROC_PER_NODE": "1", "PET_NNODES": str(nodes), "PYTHONUNBUFFERED": "1"}
     raise AssertionError(api)
 
 
-def run_pods(c, argv_env: list[tuple[list[str], dict]], timeout=180) -> list:
+def run_pods(c, argv_env: list[tuple[list[str], dict]], timeout=400) -> list:
+    """Start one process per pod on its node (node i runs pod i); (returncode, out, err)."""
     procs = []
     for node, (argv, env) in enumerate(argv_env):
         procs.append(subprocess.Popen(c.exec_argv(node, argv), env={**os.environ, **env},
@@ -106,147 +129,232 @@ def run_pods(c, argv_env: list[tuple[list[str], dict]], timeout=180) -> list:
     return [(p.returncode, o, e) for p, (o, e) in zip(procs, outs)]
 
 
-def same_bench(doc: dict, ssh: dict) -> None:
-    for key in ("world_size", "nodes", "op", "backend", "wrong_total"):
-        assert doc[key] == ssh[key], key
-    assert [r["size_bytes"] for r in doc["rows"]] == [r["size_bytes"] for r in ssh["rows"]]
+def run_here(argv: list[str], env: dict | None = None, timeout=400) -> tuple[int, str, str]:
+    out = subprocess.run(argv, env={**os.environ, **(env or {})}, capture_output=True,
+                         text=True, timeout=timeout)
+    return out.returncode, out.stdout, out.stderr
 
 
-@pytest.fixture(scope="module")
-def ssh_bench(make_cluster):
-    c = make_cluster(2)
-    out = subprocess.run([BIN, "bench", "--hostfile", c.hostfile, "--ssh-config", c.ssh_config,
-                          "--nodes", "2", "--procs", "1", *SWEEP, "--json"],
-                         capture_output=True, text=True, timeout=240)
-    assert out.returncode == 0, out.stderr[-2000:]
-    return c, json.loads(out.stdout)
-
-
-@pytest.mark.parametrize("api", ["jobset", "lws", "trainjob", "pytorchjob"])
-def test_bench_in_the_pods_of_each_api_matches_ssh(ssh_bench, api):
-    c, ssh = ssh_bench
+def api_pods(c, api: str, command: str, nodes: int = 2, **kw) -> list:
     port = free_port()
-    container = pod_container(api, "bench", port)
+    container = pod_container(rendered(command, api, port, nodes=nodes, **kw))
     argv = argv_of(container)
-    results = run_pods(c, [(argv, {**literal_env(container), **controller_env(api, n, c, port)})
-                           for n in range(2)])
-    assert [r[0] for r in results] == [0, 0], [r[2][-1500:] for r in results]
-    doc = json.loads(results[0][1])
-    same_bench(doc, ssh)
-    assert doc["launch"]["mode"] == ("torchrun" if api in ("trainjob", "pytorchjob") else api)
+    return run_pods(c, [(argv, {**literal_env(container),
+                                **controller_env(api, n, c, port, nodes)})
+                        for n in range(nodes)])
 
 
-def test_pytorchjob_pods_with_nproc_per_node_8_run_ncclcheck_without_torchrun(ssh_bench):
-    """The trap: WORLD_SIZE=16 for 2 pods. Each pod is one rank of 2, and nothing hangs."""
-    c, ssh = ssh_bench
+def trap_pods(c) -> list:
+    """A PyTorchJob with nprocPerNode 8 whose pods run ncclcheck without torchrun:
+    WORLD_SIZE=16 for 2 pods (training-operator envvar.go l.62-64)."""
     port = free_port()
     envs = []
     for n in range(2):
         env = controller_env("pytorchjob", n, c, port)
         env.update(WORLD_SIZE="16", PET_NPROC_PER_NODE="8")
-        envs.append(([BIN, "bench", *SWEEP, "--json"], env))
-    results = run_pods(c, envs, timeout=150)
-    assert [r[0] for r in results] == [0, 0], [r[2][-1500:] for r in results]
-    doc = json.loads(results[0][1])
-    same_bench(doc, ssh)
+        envs.append(([BIN, "bench", "--json"], env))
+    return run_pods(c, envs)
+
+
+def mpirun_argv(c, launcher: dict, tmp: Path) -> tuple[list[str], dict]:
+    """The MPI launcher's mpirun, run here: the operator's hostfile (Open MPI lines,
+    ``host slots=1``, the 2 nodes' addresses), its env (K_MPI_JOB_ROLE,
+    OMPI_MCA_orte_default_hostfile), and ssh/interface settings for the namespace cluster."""
+    hostfile = tmp / "hostfile"
+    hostfile.write_text("".join(f"{a} slots=1\n" for a in c.addrs[:2]))
+    argv = [a.replace("ncclcheck-bench-worker-0.ncclcheck-bench", c.addrs[0])
+            for a in launcher["command"]]
+    argv[argv.index("ncclcheck")] = BIN
+    argv[1:1] = ["-mca", "plm_rsh_args", f"-F {c.ssh_config}", "-mca", "btl_tcp_if_include",
+                 c.links[0]["subnet"], "-mca", "oob_tcp_if_include", c.links[0]["subnet"]]
+    return argv, {"K_MPI_JOB_ROLE": "launcher",
+                  "OMPI_MCA_orte_default_hostfile": str(hostfile)}
+
+
+def mpijob_bench(c, tmp: Path):
+    """README's MPIJob line: the launcher's rendered mpirun of ``ncclcheck bench``."""
+    (job,) = rendered("bench", "mpijob", free_port())
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    argv, env = mpirun_argv(c, launcher, tmp)
+    return run_here(argv, env)
+
+
+def mpijob_rank(c, tmp: Path):
+    """``ncclcheck rank`` under the MPIJob launcher's mpirun, once per node (Open MPI)."""
+    (job,) = rendered("bench", "mpijob", free_port())
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    argv, env = mpirun_argv(c, launcher, tmp)
+    argv = argv[:argv.index(BIN) + 1] + ["rank", "--json"]
+    return run_here(argv, env, timeout=120)
+
+
+def intel_mpi_probe(c, tmp: Path):
+    """The MPIJob probe launcher's command on an Intel MPI hostfile (``host:8``, mpi-operator
+    v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE; then the same file by hand: refused."""
+    (job,) = rendered("probe", "mpijob", free_port())
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    hostfile = tmp / "hostfile"
+    hostfile.write_text("".join(f"{a}:8\n" for a in c.addrs[:2]))
+    argv = [str(hostfile) if a == "/etc/mpi/hostfile" else a for a in launcher["command"]]
+    argv = [BIN, *argv[1:], "--ssh-config", c.ssh_config]
+    inside = run_here(argv, {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": str(hostfile)},
+                      timeout=200)
+    by_hand = run_here(argv, {"K_MPI_JOB_ROLE": "", "I_MPI_HYDRA_HOST_FILE": ""}, timeout=60)
+    return inside, by_hand
+
+
+@pytest.fixture(scope="module")
+def runs(make_cluster, tmp_path_factory):
+    """Every run of the module, started together on one 4-node cluster; name -> result (or the
+    exception it raised)."""
+    c = make_cluster(4)
+    tmp = tmp_path_factory.mktemp("pods")
+    ssh_out = tmp / "bench.json"
+    jobs = {
+        # README: ncclcheck bench --nodes 2 --hostfile hosts --json -o bench.json
+        "ssh": lambda: run_here([BIN, "bench", "--nodes", "2", "--hostfile", c.hostfile,
+                                 "--ssh-config", c.ssh_config, "--json", "-o", str(ssh_out)]),
+        **{api: (lambda api=api: api_pods(c, api, "bench")) for api in POD_APIS},
+        "trap": lambda: trap_pods(c),
+        "probe-lws": lambda: api_pods(c, "lws", "probe"),
+        "intel-probe": lambda: intel_mpi_probe(c, tmp_path_factory.mktemp("intel")),
+    }
+    if HAS_MPIRUN:
+        jobs["mpijob"] = lambda: mpijob_bench(c, tmp_path_factory.mktemp("mpijob"))
+        jobs["mpijob-rank"] = lambda: mpijob_rank(c, tmp_path_factory.mktemp("mpirank"))
+    results: dict = {}
+
+    def guarded(name):
+        started = time.monotonic()
+        try:
+            results[name] = jobs[name]()
+        except Exception as exc:  # noqa: BLE001 - the test that reads it fails with it
+            results[name] = exc
+        print(f"test_pods: {name} took {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+    with ThreadPoolExecutor(AT_ONCE) as pool:
+        list(pool.map(guarded, jobs))
+    # the hunts, alone: README's bench --pairwise --hostfile hosts, and the JobSet pods
+    jobs = {"hunt-ssh": lambda: run_here([BIN, "bench", "--pairwise", "--hostfile", c.hostfile,
+                                          "--ssh-config", c.ssh_config, "--json"]),
+            "hunt-pods": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True)}
+    for name in jobs:
+        guarded(name)
+    results["ssh-doc"] = json.loads(ssh_out.read_text()) if ssh_out.exists() else None
+    return c, results
+
+
+def result(runs, name):
+    c, results = runs
+    got = results[name]
+    if isinstance(got, BaseException):
+        raise got
+    return c, got, results
+
+
+def all_ok(pods: list) -> None:
+    assert [r[0] for r in pods] == [0] * len(pods), [r[2][-1500:] for r in pods]
+
+
+def same_bench(doc: dict, ssh: dict) -> None:
+    for key in ("world_size", "nodes", "op", "backend", "wrong_total", "sweep"):
+        assert doc[key] == ssh[key], key
+    assert [r["size_bytes"] for r in doc["rows"]] == [r["size_bytes"] for r in ssh["rows"]]
+
+
+def ssh_doc(results) -> dict:
+    code, _, err = results["ssh"] if not isinstance(results["ssh"], BaseException) else (1, "", "")
+    assert code == 0 and results["ssh-doc"], err[-2000:]
+    return results["ssh-doc"]
+
+
+def test_bench_over_ssh_runs_the_default_sweep_over_gloo(runs):
+    """The reference: README's line, with bench's defaults (gloo: 8 B to 8 MiB)."""
+    _, _, results = result(runs, "ssh")
+    doc = ssh_doc(results)
+    assert (doc["world_size"], doc["backend"], doc["wrong_total"]) == (2, "gloo", 0)
+    assert [r["size_bytes"] for r in doc["rows"]] == [8 << i for i in range(21)]
+
+
+@pytest.mark.parametrize("api", POD_APIS)
+def test_bench_in_the_pods_of_each_api_matches_ssh(runs, api):
+    c, pods, results = result(runs, api)
+    all_ok(pods)
+    doc = json.loads(pods[0][1])
+    same_bench(doc, ssh_doc(results))
+    # what differs: plain pods read their API's variables; TrainJob and PyTorchJob run torchrun,
+    # which reads PET_* (TrainJob has no MASTER_ADDR, RANK or WORLD_SIZE of its own)
+    assert doc["launch"]["mode"] == ("torchrun" if api in ("trainjob", "pytorchjob") else api)
+    assert doc["launch"]["master_addr"] == c.addrs[0]
+    assert pods[1][1].strip() == ""          # rank 0 prints the document, node 1 nothing
+
+
+def test_pytorchjob_pods_with_nproc_per_node_8_run_ncclcheck_without_torchrun(runs):
+    """The trap: WORLD_SIZE=16 for 2 pods. Each pod is one rank of 2, and nothing hangs."""
+    _, pods, results = result(runs, "trap")
+    all_ok(pods)
+    doc = json.loads(pods[0][1])
+    same_bench(doc, ssh_doc(results))
     assert doc["launch"]["mode"] == "pytorchjob"
 
 
-def test_pairwise_in_jobset_pods(ssh_bench):
-    c, _ = ssh_bench
-    port = free_port()
-    container = pod_container("jobset", "pairwise", port, args=["--timeout", "60"])
-    results = run_pods(c, [(argv_of(container), {**literal_env(container),
-                                                 **controller_env("jobset", n, c, port)})
-                           for n in range(2)])
-    assert [r[0] for r in results] == [0, 0], [r[2][-1500:] for r in results]
-    doc = json.loads(results[0][1])
-    assert doc["schema"] == "ncclcheck/pairwise"
-    assert sorted(n["host"] for n in doc["nodes"]) == sorted(x.name for x in c.nodes)
-
-
-def test_probe_in_a_pod_records_the_job_api_pod_and_node(ssh_bench):
-    c, _ = ssh_bench
-    port = free_port()
-    container = pod_container("lws", "probe", port, args=["--only", "host"])
-    results = run_pods(c, [(argv_of(container), {**literal_env(container),
-                                                 **controller_env("lws", n, c, port)})
-                           for n in range(2)])
-    assert [r[0] for r in results] == [0, 0], [r[2][-800:] for r in results]
-    for n, (_, out, _) in enumerate(results):
+def test_probe_in_a_pod_records_the_job_api_pod_and_node(runs):
+    c, pods, _ = result(runs, "probe-lws")
+    all_ok(pods)
+    for n, (_, out, _) in enumerate(pods):
         launcher = json.loads(out)["sections"]["host"]["data"]["launcher"]
         assert (launcher["kind"], launcher["rank"], launcher["world_size"]) == ("lws", n, 2)
         assert launcher["pod"]["node"] == c.nodes[n].name
         assert launcher["pod"]["job_api"] == "lws"
 
 
-@pytest.mark.skipif(not shutil.which("mpirun") and not os.environ.get("CI"),
+def test_intel_mpi_host_colon_8_hostfile_in_an_mpijob_probes_and_never_hangs(runs):
+    """mpi-operator writes ``host:8`` for Intel MPI: the launcher's probe reads it as slots and
+    probes both workers over ssh; the same file outside an MPI job is refused, exit 2."""
+    _, (inside, by_hand), _ = result(runs, "intel-probe")
+    assert inside[0] == 0, inside[2][-1500:]
+    assert len(json.loads(inside[1])["nodes"]) == 2
+    assert by_hand[0] == 2 and "ambiguous" in by_hand[2]
+
+
+@pytest.mark.skipif(not HAS_MPIRUN and not os.environ.get("CI"),
                     reason="Open MPI not installed (apt-get install openmpi-bin)")
-def test_mpijob_launcher_runs_the_rendered_mpirun_on_the_operators_hostfile(ssh_bench, tmp_path):
+def test_mpijob_launcher_runs_the_rendered_mpirun_on_the_operators_hostfile(runs):
     """The MPI operator's launcher env: K_MPI_JOB_ROLE, OMPI_MCA_orte_default_hostfile naming
     its hostfile (Open MPI lines, ``host slots=1``); mpirun reaches the workers over ssh."""
-    c, ssh = ssh_bench
-    port = free_port()
-    (job,) = render(RenderOptions("bench", "mpijob", IMAGE, nodes=2, gpus_per_node=1, port=port,
-                                  args=SWEEP))
-    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    argv = list(launcher["command"])
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("".join(f"{a} slots=1\n" for a in c.addrs))
-    argv = [a.replace("ncclcheck-bench-worker-0.ncclcheck-bench", c.addrs[0]) for a in argv]
-    argv[argv.index("ncclcheck")] = BIN
-    argv[1:1] = ["-mca", "plm_rsh_args", f"-F {c.ssh_config}", "-mca", "btl_tcp_if_include",
-                 c.links[0]["subnet"], "-mca", "oob_tcp_if_include", c.links[0]["subnet"]]
-    env = {**os.environ, "K_MPI_JOB_ROLE": "launcher",
-           "OMPI_MCA_orte_default_hostfile": str(hostfile)}
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=180)
-    assert out.returncode == 0, out.stderr[-2000:]
-    doc = json.loads(out.stdout)
-    same_bench(doc, ssh)
+    _, (code, out, err), results = result(runs, "mpijob")
+    assert code == 0, err[-2000:]
+    doc = json.loads(out)
+    same_bench(doc, ssh_doc(results))
     assert doc["launch"]["mode"] == "mpi"
 
 
-def test_intel_mpi_host_colon_8_hostfile_in_an_mpijob_probes_and_never_hangs(ssh_bench, tmp_path):
-    """mpi-operator writes ``host:8`` for Intel MPI: in the launcher pod, probe over its ssh."""
-    c, _ = ssh_bench
-    hostfile = tmp_path / "hostfile"
-    hostfile.write_text("".join(f"{a}:8\n" for a in c.addrs))
-    argv = [BIN, "probe", "--hostfile", str(hostfile), "--ssh-config", c.ssh_config, "--only",
-            "host", "--json", "--timeout", "60"]
-    env = {**os.environ, "K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": str(hostfile)}
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-1500:]
-    assert len(json.loads(out.stdout)["nodes"]) == 2
-    env.pop("K_MPI_JOB_ROLE")
-    env.pop("I_MPI_HYDRA_HOST_FILE")
-    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
-    assert out.returncode == 2 and "ambiguous" in out.stderr
+@pytest.mark.skipif(not HAS_MPIRUN and not os.environ.get("CI"),
+                    reason="Open MPI not installed (apt-get install openmpi-bin)")
+def test_rank_under_the_mpijob_launchers_mpirun_gives_each_node_its_rank(runs):
+    """``mpirun --map-by ppr:1:node ncclcheck rank``: each worker its node rank, and rank 0's
+    address learned over MPI as bench learns it (no MASTER_ADDR given)."""
+    c, (code, out, err), _ = result(runs, "mpijob-rank")
+    assert code == 0, err[-2000:]
+    values = sorted((json.loads(line) for line in out.splitlines() if line.startswith("{")),
+                    key=lambda v: v["NODE_RANK"])
+    assert [(v["NNODES"], v["NODE_RANK"], v["MASTER_ADDR"]) for v in values] == [
+        (2, 0, c.addrs[0]), (2, 1, c.addrs[0])]
+    assert values[0]["MASTER_PORT"] == values[1]["MASTER_PORT"]
 
 
-@pytest.mark.skipif(not os.environ.get("NCCLCHECK_K8S_HUNT4"),
-                    reason="2.5 min on a loaded 2-core machine: NCCLCHECK_K8S_HUNT4=1 runs it")
-def test_four_node_hunt_in_jobset_pods_matches_the_hunt_over_ssh(make_cluster):
-    """The hunt in 4 JobSet pods gives the same verdicts, all ok, as the hunt over ssh."""
-    c = make_cluster(4)
-    args = ["--timeout", "60"]
-    ssh = subprocess.run([BIN, "bench", "--pairwise", "--hostfile", c.hostfile, "--ssh-config",
-                          c.ssh_config, *args, "--json"], capture_output=True, text=True,
-                         timeout=300)
-    assert ssh.returncode == 0, ssh.stderr[-1500:]
-    port = free_port()
-    objs = render(RenderOptions("pairwise", "jobset", IMAGE, nodes=4, gpus_per_node=1,
-                                port=port, args=args))
-    container = objs[0]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
-        "containers"][0]
-    env = literal_env(container)
-    results = run_pods(c, [(argv_of(container),
-                            {**env, "POD_NAME": f"p-{n}", "NODE_NAME": c.nodes[n].name,
-                             "JOB_COMPLETION_INDEX": str(n), "JOBSET_JOB_INDEX": "0",
-                             "MASTER_ADDR": c.addrs[0]}) for n in range(4)], timeout=300)
-    assert [r[0] for r in results] == [0] * 4, [r[2][-800:] for r in results]
-    pods, over_ssh = json.loads(results[0][1]), json.loads(ssh.stdout)
+def test_four_node_hunt_in_jobset_pods_matches_the_hunt_over_ssh(runs):
+    """README's hunt in 4 host-network JobSet pods gives the same verdicts, all ok, as the hunt
+    over ssh (README's ``bench --pairwise --hostfile hosts``), both with the hunt's defaults."""
+    c, pods, results = result(runs, "hunt-pods")
+    code, out, err = results["hunt-ssh"] if not isinstance(results["hunt-ssh"], BaseException) \
+        else (1, "", repr(results["hunt-ssh"]))
+    assert code == 0, err[-1500:]
+    all_ok(pods)
+    in_pods, over_ssh = json.loads(pods[0][1]), json.loads(out)
     # over ssh nodes are named by the hostfile (addresses), in pods by their hostnames
-    assert [n["host"] for n in pods["nodes"]] == [x.name for x in c.nodes]
+    assert [n["host"] for n in in_pods["nodes"]] == [x.name for x in c.nodes]
     assert [n["host"] for n in over_ssh["nodes"]] == c.addrs
-    assert [n["status"] for n in pods["nodes"]] == [n["status"] for n in over_ssh["nodes"]]
-    assert pods["slow_nodes"] == over_ssh["slow_nodes"] == [] and pods["failed"] == []
+    assert [n["status"] for n in in_pods["nodes"]] == [n["status"] for n in over_ssh["nodes"]]
+    assert in_pods["slow_nodes"] == over_ssh["slow_nodes"] == [] and in_pods["failed"] == []
+    assert in_pods["schema"] == over_ssh["schema"] == "ncclcheck/pairwise"
