@@ -32,6 +32,12 @@ KEYS = (b"time      :", b"host      :", b"rank      :", b"exitcode  :", b"traceb
         b"Watchdog caught", b"most recent call first", b"Connection closed", b"=====",
         b"Fatal Python error") + RAS_KEYS
 FOLLOW = {b"most recent call first": 12}
+#: what sends a ``[rankN]:`` line to the full scanner: every key but the prefix, and the looser
+#: forms :mod:`.text`'s patterns also take (``time  :``, "RAS", ...); the other lines -- in a
+#: torchrun log, nearly all of them -- only feed their rank's last lines
+_FULL = tuple(k for k in KEYS if k != b"[rank") + (
+    b"RAS", b"launched up to", b"time  ", b"host  ", b"rank  ", b"exitcode", b"traceback",
+    b"Thread 0x")
 PARALLEL_MIN = 128       #: dumps from which they are read by worker processes
 MAX_WORKERS = 16
 
@@ -160,5 +166,8 @@ def scan_text(job: JobReader, path: str) -> None:
     with open_source(path) as src:
         scanner = job.scanner(src.stats.name)
         for lineno, raw in iter_matching(src.stream, src.stats, KEYS, FOLLOW):
+            if raw.startswith(b"[rank") and not any(k in raw for k in _FULL) \
+                    and scanner.plain(raw, lineno):
+                continue
             scanner.feed(raw.decode("utf-8", "replace"), lineno)
         scanner.close()

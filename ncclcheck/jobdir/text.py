@@ -202,6 +202,23 @@ class TextScanner:
         if c:
             self.job.closed_peers.setdefault(c.group(1), at)
 
+    def plain(self, raw: bytes, lineno: int) -> bool:
+        """A ``[rankN]:`` line that holds none of the other keys: only kept as one of its
+        rank's last lines. False (nothing done) where ``feed`` must read it: a stack or a
+        summary block is open, or the file is a --log-dir file (its ranks are being mapped)."""
+        if self._stack is not None or self._block or self.local_rank is not None:
+            return False
+        end = raw.find(b"]:")
+        if end < 6 or not raw[5:end].isdigit():
+            return False
+        text = raw[end + 2:].decode("utf-8", "replace")
+        if text.lstrip().startswith("["):     # a summary's "[0]:" (a block starts) and the like
+            return False
+        if text.strip():
+            self.job.rank(int(raw[5:end])).last.append((f"{self.name}:{lineno}",
+                                                         text.rstrip()[:300]))
+        return True
+
     def _block_line(self, line: str, at: str) -> None:
         if not self._block:
             self._block = {"root": self._root, "at": at}
