@@ -14,6 +14,7 @@ process's own lock. Each worker returns compact traces (and its signature table,
 from __future__ import annotations
 
 import os
+import re
 from array import array
 from typing import Any, Optional
 
@@ -38,6 +39,9 @@ FOLLOW = {b"most recent call first": 12}
 _FULL = tuple(k for k in KEYS if k != b"[rank") + (
     b"RAS", b"launched up to", b"time  ", b"host  ", b"rank  ", b"exitcode", b"traceback",
     b"Thread 0x")
+_FULL_RX = re.compile(b"|".join(re.escape(k) for k in _FULL))
+_KEYS_BUT_PREFIX = tuple(k for k in KEYS if k != b"[rank")
+TAIL_BYTES = 2 << 20     #: where a plain file's ranks' last lines are looked for
 PARALLEL_MIN = 128       #: dumps from which they are read by worker processes
 MAX_WORKERS = 16
 
@@ -160,14 +164,35 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
 
 
 def scan_text(job: JobReader, path: str) -> None:
-    """Read the job-level lines of a text input (not ``-``: it was read once already)."""
+    """Read the job-level lines of a text input (not ``-``: it was read once already).
+
+    A plain file is read once for every key but the ``[rankN]:`` prefix; its last
+    :data:`TAIL_BYTES` give each rank's last lines (:meth:`.TextScanner.tail`): in a torchrun
+    log nearly every line carries the prefix, and the others need no Python per line. A gzip
+    file, or a --log-dir file (whose prefixed lines map its ranks), is read once with the prefix
+    among the keys; its plain prefixed lines take :meth:`.TextScanner.plain`'s short way."""
     if path == "-":
         return
     with open_source(path) as src:
         scanner = job.scanner(src.stats.name)
-        for lineno, raw in iter_matching(src.stream, src.stats, KEYS, FOLLOW):
-            if raw.startswith(b"[rank") and not any(k in raw for k in _FULL) \
+        whole = src.stats.gzip or scanner.local_rank is not None
+        for lineno, raw in iter_matching(src.stream, src.stats, KEYS if whole else _KEYS_BUT_PREFIX,
+                                         FOLLOW):
+            if whole and raw.startswith(b"[rank") and not _FULL_RX.search(raw) \
                     and scanner.plain(raw, lineno):
                 continue
             scanner.feed(raw.decode("utf-8", "replace"), lineno)
         scanner.close()
+        stats = src.stats
+    if whole or stats.error or not stats.lines:
+        return
+    try:
+        with open(path, "rb") as f:
+            start = max(0, stats.bytes - TAIL_BYTES)
+            f.seek(start)
+            data = f.read(stats.bytes - start)
+    except OSError:
+        return
+    if start:
+        data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
+    scanner.tail(data, stats.lines, _FULL_RX)

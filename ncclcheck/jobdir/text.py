@@ -140,6 +140,8 @@ class TextScanner:
         self._stack: Optional[list[str]] = None
         self._stack_rank: Optional[RankText] = None
         self._stack_at = ""
+        self._pending: dict[bytes, deque] = {}
+        self._dirty = False
 
     def _flush_block(self) -> None:
         b, self._block = self._block, {}
@@ -158,6 +160,7 @@ class TextScanner:
 
     def feed(self, line: str, lineno: int) -> None:
         """One line (decoded, without its newline)."""
+        self.flush()
         at = f"{self.name}:{lineno}"
         rank = None
         local = self.local_rank
@@ -203,21 +206,76 @@ class TextScanner:
             self.job.closed_peers.setdefault(c.group(1), at)
 
     def plain(self, raw: bytes, lineno: int) -> bool:
-        """A ``[rankN]:`` line that holds none of the other keys: only kept as one of its
-        rank's last lines. False (nothing done) where ``feed`` must read it: a stack or a
-        summary block is open, or the file is a --log-dir file (its ranks are being mapped)."""
+        """A ``[rankN]:`` line that holds none of the other keys: it can only be one of its
+        rank's last lines, so it waits, undecoded, in a short queue per rank (:meth:`flush`
+        hands the queues over before any other line is read, and at the end). False (nothing
+        done) where ``feed`` must read it: a stack or a summary block is open, the file is a
+        --log-dir file (its ranks are being mapped), or the text after the prefix starts with
+        ``[`` (a summary's ``[0]:``)."""
         if self._stack is not None or self._block or self.local_rank is not None:
             return False
-        end = raw.find(b"]:")
-        if end < 6 or not raw[5:end].isdigit():
+        end = raw.find(b"]:", 5, 32)
+        if end < 6:
             return False
-        text = raw[end + 2:].decode("utf-8", "replace")
-        if text.lstrip().startswith("["):     # a summary's "[0]:" (a block starts) and the like
+        key = raw[5:end]
+        queue = self._pending.get(key)
+        if queue is None:
+            if not key.isdigit():
+                return False
+            self.job.rank(int(key))              # ranks appear in the order the lines show
+            queue = self._pending[key] = deque(maxlen=LAST_LINES)
+        rest = raw[end + 2:end + 3]
+        if rest == b"[" or (rest.isspace() and raw[end + 2:].lstrip()[:1] == b"["):
             return False
-        if text.strip():
-            self.job.rank(int(raw[5:end])).last.append((f"{self.name}:{lineno}",
-                                                         text.rstrip()[:300]))
+        if len(raw.rstrip()) > end + 2:           # a blank line is not kept
+            queue.append((lineno, raw, end))
+        self._dirty = True
         return True
+
+    def flush(self) -> None:
+        """Hand the queued plain lines to their ranks' last lines, in order."""
+        if not self._dirty:
+            return
+        for key, queue in self._pending.items():
+            if queue:
+                last = self.job.rank(int(key)).last
+                for lineno, raw, end in queue:
+                    last.append((f"{self.name}:{lineno}",
+                                 raw[end + 2:].decode("utf-8", "replace").rstrip()[:300]))
+                queue.clear()
+        self._dirty = False
+
+    def tail(self, data: bytes, last_lineno: int, full: "re.Pattern[bytes]") -> None:
+        """The plain ``[rankN]:`` lines of a file's tail (``data``, whole lines, the last of
+        them line ``last_lineno``) taken as their ranks' last lines, in line order among those
+        ``feed`` kept; a line that ``full`` matches was fed already."""
+        lines = data.split(b"\n")
+        if lines and not lines[-1]:
+            lines.pop()
+        first = last_lineno - len(lines) + 1
+        found: dict[int, list[tuple[int, str]]] = {}
+        for k in range(len(lines) - 1, -1, -1):
+            raw = lines[k]
+            if not raw.startswith(b"[rank"):
+                continue
+            end = raw.find(b"]:", 5, 32)
+            if end < 6 or not raw[5:end].isdigit() or full.search(raw):
+                continue
+            text = raw[end + 2:].decode("utf-8", "replace").rstrip()
+            got = found.setdefault(int(raw[5:end]), [])
+            if text.strip() and not text.lstrip().startswith("[") and len(got) < LAST_LINES:
+                got.append((first + k, text[:300]))
+        mine = f"{self.name}:"
+        for r, got in found.items():
+            last = self.job.rank(r).last
+            kept = [(0, i, at, line) for i, (at, line) in enumerate(last)
+                    if not at.startswith(mine)]
+            kept += [(1, int(at[len(mine):]), at, line) for at, line in last
+                     if at.startswith(mine)]
+            fed = {n for k, n, *_ in kept if k}          # lines a key's follow-up fed already
+            kept += [(1, n, f"{mine}{n}", line) for n, line in got if n not in fed]
+            last.clear()
+            last.extend((at, line) for *_, at, line in sorted(kept)[-LAST_LINES:])
 
     def _block_line(self, line: str, at: str) -> None:
         if not self._block:
@@ -284,6 +342,7 @@ class TextScanner:
 
     def close(self) -> None:
         """End of the file."""
+        self.flush()
         self._end_stack()
         self._flush_block()
         if self.file_rank is not None and self.local_rank is not None:
