@@ -5,10 +5,11 @@ operator's hostfile), and the same results as over ssh.
 
 The commands are README's, with their defaults: ``k8s render bench --api API --nodes 2`` (one
 GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as over ssh), the
-hunt of ``k8s render pairwise --api jobset --host-network`` on 4 nodes. One 4-node cluster
-serves the module: the 2-node runs use its first two nodes. The runs start together from one
-module fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the
-CPU); the hunt runs after them, alone, so no other run's load makes a pair slow. Each test then checks
+hunt of ``k8s render pairwise --api jobset --host-network`` on 4 nodes against
+``bench --pairwise --hostfile hosts``. One 4-node cluster serves the module: the 2-node runs
+use its first two nodes. The runs start together from one module fixture, at most
+``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU); the two hunts
+run after them, one at a time, so no other run's load makes a pair slow. Each test then checks
 what differs between the APIs: how its pods found their node rank, node count and master.
 """
 
@@ -234,7 +235,9 @@ def runs(make_cluster, tmp_path_factory):
     with ThreadPoolExecutor(AT_ONCE) as pool:
         list(pool.map(guarded, jobs))
     # the hunts, alone: README's bench --pairwise --hostfile hosts, and the JobSet pods
-    jobs = {"hunt-pods": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True)}
+    jobs = {"hunt-ssh": lambda: run_here([BIN, "bench", "--pairwise", "--hostfile", c.hostfile,
+                                          "--ssh-config", c.ssh_config, "--json"]),
+            "hunt-pods": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True)}
     for name in jobs:
         guarded(name)
     results["ssh-doc"] = json.loads(ssh_out.read_text()) if ssh_out.exists() else None
@@ -340,16 +343,18 @@ def test_rank_under_the_mpijob_launchers_mpirun_gives_each_node_its_rank(runs):
     assert values[0]["MASTER_PORT"] == values[1]["MASTER_PORT"]
 
 
-def test_four_node_hunt_in_jobset_pods_names_nothing_on_a_healthy_fleet(runs):
-    """README's hunt in 4 host-network JobSet pods, with the hunt's defaults, gives what the hunt
-    over ssh gives on a healthy fleet (tests/bench/test_pairwise_netns.py runs that one on 8
-    nodes): every node ok by its hostname, all 6 pairs measured, nothing slow or failed."""
+def test_four_node_hunt_in_jobset_pods_matches_the_hunt_over_ssh(runs):
+    """README's hunt in 4 host-network JobSet pods gives the same verdicts, all ok, as the hunt
+    over ssh (README's ``bench --pairwise --hostfile hosts``), both with the hunt's defaults."""
     c, pods, results = result(runs, "hunt-pods")
+    code, out, err = results["hunt-ssh"] if not isinstance(results["hunt-ssh"], BaseException) \
+        else (1, "", repr(results["hunt-ssh"]))
+    assert code == 0, err[-1500:]
     all_ok(pods)
-    in_pods = json.loads(pods[0][1])
-    assert in_pods["schema"] == "ncclcheck/pairwise"
+    in_pods, over_ssh = json.loads(pods[0][1]), json.loads(out)
+    # over ssh nodes are named by the hostfile (addresses), in pods by their hostnames
     assert [n["host"] for n in in_pods["nodes"]] == [x.name for x in c.nodes]
-    assert [n["status"] for n in in_pods["nodes"]] == ["ok"] * 4
-    assert len(in_pods["pairs"]) == 6 and all(p["gbps"] for p in in_pods["pairs"])
-    assert in_pods["slow_nodes"] == in_pods["slow_links"] == in_pods["failed"] == []
-    assert in_pods["missing_pairs"] == []
+    assert [n["host"] for n in over_ssh["nodes"]] == c.addrs
+    assert [n["status"] for n in in_pods["nodes"]] == [n["status"] for n in over_ssh["nodes"]]
+    assert in_pods["slow_nodes"] == over_ssh["slow_nodes"] == [] and in_pods["failed"] == []
+    assert in_pods["schema"] == over_ssh["schema"] == "ncclcheck/pairwise"
