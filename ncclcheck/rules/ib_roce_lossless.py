@@ -144,7 +144,7 @@ RULE = Rule(
     id="ib-roce-lossless",
     title="Send NCCL's RoCE traffic on the port's lossless (PFC) priority",
     severity=Severity.WARNING,
-    reads=("ib.devices", "ib.qos?", "network.default_route_interfaces?", "env.nccl?",
+    reads=("ib.devices?", "ib.qos?", "network.default_route_interfaces?", "env.nccl?",
            "nccl.conf_env?", "nccl.net_plugin?", "nccl.net_plugins?", "nccl.torch_loads?"),
     sets=(VAR_TC, VAR_SL),
     why=("NCCL_IB_TC 'defines the InfiniBand traffic class field' and NCCL_IB_SL 'the InfiniBand "
