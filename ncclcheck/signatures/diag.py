@@ -10,11 +10,13 @@ version``, ``ECC``, ``NVLink``, ``IOMMU mode`` / ``IOMMU groups``, ``ATS state``
 ``rdma_topo check``, ``NCCL environment`` and ``Xid``/``SXid`` events from the kernel log, each
 across the communicator's ranks.
 
-Source: no public tag of NVIDIA/nccl has these files (up to v2.30.7-1, nor master at 2.31.0a7);
-the strings below are the formats in the nvidia-nccl-cu12 2.32.3 wheel's libnccl.so.2
-(``strings``: ras/diagnostics.cc, diagnostics_gpu.cc, diagnostics_pci.cc, diagnostics_env.cc,
-diagnostics_xid.cc and the init-time checks), e.g. ``%s:%d NCCL DIAG [INFO] net bw: %s rank %d
-(%s): %.1f Gbit/s, >30%% off median %.1f Gbit/s in comm 0x%lx``.
+Source: the checks came with v2.31.2-1 (merged into master by NVIDIA/nccl#2339; NVIDIA/nccl#2342
+patches their ``src/diagnostics/p2p.cc``); the mirror read here stops before (tags up to
+v2.30.7-1, master at 2.31.0a7, neither has them), so the formats matched are those in the
+nvidia-nccl-cu12 2.32.3 wheel's libnccl.so.2 (``strings``: ras/diagnostics.cc,
+diagnostics_gpu.cc, diagnostics_pci.cc, diagnostics_env.cc, diagnostics_xid.cc and the init-time
+checks), e.g. ``%s:%d NCCL DIAG [INFO] net bw: %s rank %d (%s): %.1f Gbit/s, >30%% off median
+%.1f Gbit/s in comm 0x%lx``.
 """
 
 from __future__ import annotations
@@ -145,8 +147,10 @@ CAUSE = ("NCCL >= 2.31 checks the machine at init when asked (NCCL_RUN_DIAGNOSTI
          "between every GPU pair, each rank's network bandwidth; NCCL_RUN_RAS_DIAGNOSTICS: GPU, "
          "driver, ECC, NVLink, IOMMU/ATS, NCCL_* environment and Xid consistency across ranks) "
          "and logs each result as an 'NCCL DIAG' line: [OK] passed, [INFO] with the problem.")
-DOCS = ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; nvidia-nccl-cu12 "
-        "2.32.3 libnccl.so.2 (src/ras/diagnostics*.cc, not in a public tag)")
+DOCS = ("https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html; "
+        "src/diagnostics/p2p.cc, src/ras/diagnostics*.cc (v2.31.2-1, "
+        "https://github.com/NVIDIA/nccl/pull/2339); formats from nvidia-nccl-cu12 2.32.3's "
+        "libnccl.so.2")
 
 
 def _signature(group: str, title: str, severity: str, fix: str) -> Signature:
