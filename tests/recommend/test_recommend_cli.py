@@ -40,7 +40,8 @@ def test_stdout_is_only_the_env_file(files):
     lines = [ln for ln in out.stdout.splitlines() if ln]
     assert all(ln.startswith("#") or "=" in ln for ln in lines)
     assert parse_env_text(out.stdout) == {"NCCL_SOCKET_IFNAME": "=bond0,bond0.100",
-                                          "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20"}
+                                          "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20",
+                                          "NCCL_IB_TC": "106"}  # ib-roce-lossless: PFC on prio 3
     assert "recommendation for 2 node(s)" in out.stderr and "NCCL_SOCKET_IFNAME" in out.stderr
 
 
