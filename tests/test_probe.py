@@ -131,6 +131,7 @@ def test_several_versions_name_what_torch_and_other_programs_load():
 @pytest.mark.parametrize("host, expected", [
     ("h100-ib-8gpu", {"nccl-version-multiple": "warning"}),
     ("a100-roce-bond", {"limits-memlock-limited": "error", "limits-shm-too-small": "error",
+                        "ib-roce-lossless": "warning",  # NCCL_IB_TC unset, PFC on priority 3
                         "ib-gdr-not-ready": "warning", "nccl-version-multiple": "warning",
                         "gpu-nic-affinity": "warning"}),  # 535 (12.2) with cu124: a minor gap
     ("cloud-vm-1nic", {"limits-shm-too-small": "error"}),

@@ -25,7 +25,7 @@ def ncclcheck(*args, **kw):
 
 
 @pytest.mark.parametrize("args", [["probe", "--nope"], ["nocmd"], ["probe", "--fail-on", "x"],
-                                  ["rank"]])
+                                  ["rank", "--nope"]])
 def test_usage_error_keeps_the_hint_and_ends_with_one_error_line(args):
     out = ncclcheck(*args)
     lines = out.stderr.strip().splitlines()
@@ -210,3 +210,15 @@ def test_probe_pays_for_no_validation():
                               if k != "NCCLCHECK_VALIDATE_WRITES"})  # as a user runs it
     assert out.returncode == 0 and "ncclcheck.schema" in out.stderr  # importtime is on
     assert "fastjsonschema" not in out.stderr and "ncclcheck.validate" not in out.stderr
+
+
+def test_rank_outside_any_launcher_is_one_line_and_exit_2():
+    """Without --hostfile, rank reads the launcher (issue 30); where none says which node this
+    is, it is one error line, not a usage text."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_", "PMI_", "PMIX_", "SLURM_", "PET_", "LWS_", "JOB_"))
+           and k not in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "LOCAL_RANK", "GROUP_RANK")}
+    out = ncclcheck("rank", env=env)
+    assert out.returncode == 2
+    assert out.stderr.startswith("ncclcheck: error: --hostfile is needed outside mpirun")
+    assert len(out.stderr.strip().splitlines()) == 1

@@ -21,7 +21,9 @@ What NCCL's internal IB transport looks at (``src/transport/net_ib/init.cc``, ``
   ``/proc/driver/nvidia/version`` names ("Open Kernel Module"; the proprietary module reports no
   DMA-BUF support).
 
-Shell equivalents: ``ibstat``, ``ibv_devinfo``, ``show_gids``, ``lsmod | grep peermem``.
+Shell equivalents: ``ibstat``, ``ibv_devinfo``, ``show_gids``, ``lsmod | grep peermem``; the
+RoCE QoS and PCIe write ordering (``qos``, ``pci_ordering``) come from ``mlnx_qos`` and
+``mlxconfig`` (:mod:`~ncclcheck.probes.ib_nicconf`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Optional, TypedDict
 
 from ncclcheck.host import Host, Unavailable
 from ncclcheck.probes.gpu import parse_proc_version
+from ncclcheck.probes.ib_nicconf import pci_ordering, qos_entries
 from ncclcheck.probes.network import natural_key, parse_int, parse_numa_node, parse_pci_address
 
 
@@ -102,6 +105,8 @@ class IbData(TypedDict):
     devices: list[Device]
     dev_infiniband: DevInfiniband
     gdr: Gdr
+    qos: list[dict]             #: RoCE ports' PFC/trust (:mod:`~ncclcheck.probes.ib_nicconf`)
+    pci_ordering: list[dict]    #: NICs' PCI_WR_ORDERING (:mod:`~ncclcheck.probes.ib_nicconf`)
 
 
 #: Consecutive empty GID entries after which the scan stops. The kernel's GID cache fills the
@@ -387,4 +392,6 @@ def collect(host: Host, errors: list[str]) -> IbData:
     if not dev_ib["visible"]:
         errors.append("/dev/infiniband is not visible: verbs cannot open the devices "
                       "(in a container, pass --device=/dev/infiniband)")
-    return {"devices": devices, "dev_infiniband": dev_ib, "gdr": _gdr(host)}
+    return {"devices": devices, "dev_infiniband": dev_ib, "gdr": _gdr(host),
+            "qos": qos_entries(host, devices, errors),
+            "pci_ordering": pci_ordering(host, devices, errors)}

@@ -278,6 +278,11 @@ def ib_view(d: dict[str, Any]) -> list[Any]:
                          dev.get("pci_address"), dev.get("numa_node")])
     gdr = d.get("gdr") or {}
     devs = d.get("dev_infiniband") or {}
+    extra = [(f"QoS {q.get('netdev')}", f"{q.get('trust')} trust, PFC on "
+              + (",".join(map(str, q.get("pfc_enabled") or [])) or "no priority"))
+             for q in d.get("qos") or []]
+    extra += [(f"PCI_WR_ORDERING {o.get('device')}", str(o.get("current")))
+              for o in d.get("pci_ordering") or []]
     return [table("RDMA ports", ["port", "state", "rate", "link", "netdev", "GID", "PCI",
                                  "NUMA"], rows),
             Text("GID: the index of the RoCE v2 IPv4 GID, NCCL's default since 2.21 "
@@ -287,7 +292,8 @@ def ib_view(d: dict[str, Any]) -> list[Any]:
                                            if gdr.get("ready") is False else "unknown")
                                           + (f": {gdr.get('reason')}" if gdr.get("reason")
                                              else ""),
-                                          style="green" if gdr.get("ready") else "yellow"))])]
+                                          style="green" if gdr.get("ready") else "yellow")),
+                  *extra])]
 
 
 def limits_view(d: dict[str, Any]) -> list[Any]:

@@ -21,7 +21,8 @@ from ncclcheck.rules import (cluster_container_bridged, cluster_net_plugin_parti
                              net_firewall_blocks_peers, net_rp_filter_strict,
                              net_same_subnet_nics, platform_acs_iommu, platform_fabric_not_ready)
 from ncclcheck.rules import (cluster_mnnvl_not_ready, env_ll128_buffsize, gpu_mig_enabled,
-                             limits_remove_ipc, nccl_ras_diagnostics)
+                             ib_pci_write_ordering, ib_roce_lossless, limits_remove_ipc,
+                             nccl_ras_diagnostics)
 from ncclcheck.rules.base import Rule
 
 NODE_RULES: tuple[Rule, ...] = (
@@ -32,6 +33,8 @@ NODE_RULES: tuple[Rule, ...] = (
     nccl_library_missing.RULE,
     nccl_version_multiple.RULE,
     ib_gdr_not_ready.RULE,
+    ib_roce_lossless.RULE,
+    ib_pci_write_ordering.RULE,
     net_same_subnet_nics.RULE,
     net_rp_filter_strict.RULE,
     net_firewall_blocks_peers.RULE,

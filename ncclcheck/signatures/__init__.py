@@ -11,6 +11,7 @@ from __future__ import annotations
 from ncclcheck.signatures import (
                                   connection,
                                   cuda,
+                                  diag,
                                   gpu,
                                   ib,
                                   init,
@@ -27,7 +28,7 @@ from ncclcheck.signatures.base import SEVERITIES, Detail, Signature
 from ncclcheck.signatures.dispatch import Dispatch
 
 _FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
-             init, nccltests)
+             init, nccltests, diag)
 
 #: signatures matched against log lines, in reporting order.
 LINE_SIGNATURES: tuple[Signature, ...] = tuple(

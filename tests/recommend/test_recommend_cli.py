@@ -42,7 +42,8 @@ def test_stdout_is_only_the_env_file(files):
     # the rules' lines, then the droppable section for the next hang (issue 22)
     rules, _, section = out.stdout.partition("# --- make the next hang explainable")
     assert parse_env_text(rules) == {"NCCL_SOCKET_IFNAME": "=bond0,bond0.100",
-                                     "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20"}
+                                     "NCCL_NET": "IB", "NCCL_IB_TIMEOUT": "20",
+                                     "NCCL_IB_TC": "106"}  # ib-roce-lossless: PFC on prio 3
     assert "TORCH_NCCL_DUMP_ON_TIMEOUT" in parse_env_text(section)
     assert "recommendation for 2 node(s)" in out.stderr and "NCCL_SOCKET_IFNAME" in out.stderr
 
