@@ -210,6 +210,21 @@ def runs(make_cluster, tmp_path_factory):
     c = make_cluster(4)
     tmp = tmp_path_factory.mktemp("pods")
     ssh_out = tmp / "bench.json"
+    # the pods' processes take this environment: a module fixture runs before conftest's
+    # per-test TMPDIR, and torchrun leaves torchelastic_* folders in the TMPDIR it gets
+    (tmp / "tmp").mkdir()
+    saved_tmpdir = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp / "tmp")
+    try:
+        return _run_all(c, tmp, ssh_out, tmp_path_factory)
+    finally:
+        if saved_tmpdir is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = saved_tmpdir
+
+
+def _run_all(c, tmp, ssh_out, tmp_path_factory):
     jobs = {
         # README: ncclcheck bench --nodes 2 --hostfile hosts --json -o bench.json
         "ssh": lambda: run_here([BIN, "bench", "--nodes", "2", "--hostfile", c.hostfile,
