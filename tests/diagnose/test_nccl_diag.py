@@ -12,17 +12,9 @@ import sys
 
 import pytest
 
-from ncclcheck.logparse.state import LogState
+from diagfix import findings_of
 
 H = "gpu-node-07:41263 NCCL DIAG "
-
-
-def findings_of(*lines: str) -> dict[str, dict]:
-    state = LogState()
-    for n, line in enumerate(lines, 1):
-        state.feed(line, "t.log", n)
-    assert state.parse_errors == 0, state.first_parse_error
-    return {fid: acc.as_dict() for fid, acc in state.findings.items()}
 
 
 @pytest.mark.parametrize("text, fid, severity", [

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from diagfix import findings_of
 
 from ncclcheck.logparse.state import LogState
 from ncclcheck.rules import ALL_RULES
@@ -33,14 +34,6 @@ def test_metadata_is_complete_and_ids_are_unique():
     for sig in LINE_SIGNATURES:
         assert sig.patterns and sig.keywords, sig.id
     assert SHARED_VOCABULARY <= set(BY_ID) and SHARED_VOCABULARY <= RULE_IDS
-
-
-def findings_of(*lines: str) -> dict[str, dict]:
-    state = LogState()
-    for n, line in enumerate(lines, 1):
-        state.feed(line, "t.log", n)
-    assert state.parse_errors == 0, state.first_parse_error
-    return {fid: acc.as_dict() for fid, acc in state.findings.items()}
 
 
 # Each line in the real format of its NCCL/PyTorch release (see the cited issues).
