@@ -176,9 +176,10 @@ def scan_text(job: JobReader, path: str) -> None:
     with open_source(path) as src:
         scanner = job.scanner(src.stats.name)
         whole = src.stats.gzip or scanner.local_rank is not None
+        queue = whole and scanner.local_rank is None     # gzip: no tail to read afterwards
         for lineno, raw in iter_matching(src.stream, src.stats, KEYS if whole else _KEYS_BUT_PREFIX,
                                          FOLLOW):
-            if whole and raw.startswith(b"[rank") and not _FULL_RX.search(raw) \
+            if queue and raw.startswith(b"[rank") and not _FULL_RX.search(raw) \
                     and scanner.plain(raw, lineno):
                 continue
             scanner.feed(raw.decode("utf-8", "replace"), lineno)
