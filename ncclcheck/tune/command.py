@@ -142,20 +142,24 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
     for cand in active:
         cand.setdefault("runs", [])
         cand.setdefault("figures", [])
+    twins: dict[str, str] = {}  # candidate id: whose run is its repeat (plan.same_run)
     for r in range(req.repeats):
         order = plan.round_order([c["id"] for c in active], r)
         rounds.append({"stage": active[0]["stage"] if active else None, "round": r + 1,
                        "order": order})
         for position, cid in enumerate(order):
+            if cid in twins:
+                continue  # its repeat is its twin's run, recorded there
             if not clock.fits():
                 return
             cand = by_id[cid]
             progress.running(f"round {r + 1}/{req.repeats}: {cand['label']}")
             run = {"round": r + 1, "position": position + 1, **bench_once(req, cand["env"], clock)}
-            cand["runs"].append(run)
-            if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
-                cand["figures"].append(run["peak_busbw_gbps"])
-            progress.run_done(cand, run)
+            for each in [cand] + [by_id[t] for t, runner in twins.items() if runner == cid]:
+                each["runs"].append(run if each is cand else {**run, "same_run_as": cid})
+                if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
+                    each["figures"].append(run["peak_busbw_gbps"])
+                progress.run_done(each, run)
         for cand in list(active):
             if cand["runs"] and all(x["error"] for x in cand["runs"]):
                 cand["stopped"] = f"failed: {cand['runs'][-1]['error']}"
@@ -164,6 +168,7 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
         for cid, why in plan.clearly_worse(figures, baseline).items():
             by_id[cid]["stopped"] = f"stopped early: {why}"
             active.remove(by_id[cid])
+        twins = plan.same_run(active, baseline)
 
 
 def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[str, Any], str]:

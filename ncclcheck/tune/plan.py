@@ -14,6 +14,15 @@ Early stop (:func:`clearly_worse`, stated in the document as :data:`EARLY_STOP_R
 *worst* repeat by more than :data:`NOISE` is not measured again. The baseline is never stopped:
 every decision is against it.
 
+One run for one configuration (:func:`same_run`, :data:`SAME_RUN_RULE`): on gloo, candidates
+whose envs differ only in NCCL variables and whose runs all used the same single interface are
+one configuration: gloo reads none of the NCCL variables but ``NCCL_SOCKET_IFNAME``, which bench
+turns into the one ``GLOO_SOCKET_IFNAME`` the runs report
+(:data:`ncclcheck.bench.document.GLOO_FOLLOWS`, :func:`ncclcheck.bench.ifname.gloo_ifname`).
+From the next round on, one run of that configuration is each one's repeat (the baseline's run
+when it is one of them), as nccl-tests measures a configuration once per repeat whatever it is
+called; each keeps its own repeats and figures, so the rules below are applied unchanged.
+
 Significance (:func:`decide`, :data:`SIGNIFICANCE_RULE`): a candidate beats the baseline when
 its worst repeat is above the baseline's best repeat (the spreads do not overlap) and its median
 is more than :data:`NOISE` above the baseline's. Of those, the highest median wins; a
@@ -38,6 +47,48 @@ SIGNIFICANCE_RULE = (f"a candidate beats the baseline when its worst repeat is a
                      "baseline's; the highest median of those wins, and when the runner-up "
                      "is not beaten the same way the simpler env is kept; when none beats the "
                      "baseline: no significant difference, the rules' env is kept")
+SAME_RUN_RULE = ("on gloo, candidates whose envs differ only in NCCL variables and whose runs "
+                 "all used the same one interface are one configuration: from the next round "
+                 "on one run of it is the repeat of each")
+
+
+def same_run(cands: list[dict[str, Any]], baseline: str) -> dict[str, str]:
+    """``{candidate id: id of the candidate whose run is its repeat}`` for the candidates that
+    are one configuration on gloo (:data:`SAME_RUN_RULE`); the baseline, else the first of them,
+    is the one that runs.
+
+    >>> run = lambda name: {"error": None, "backend": "gloo", "interfaces": [name]}
+    >>> c = lambda i, env, name: {"id": i, "env": env, "runs": [run(name)]}
+    >>> same_run([c("baseline", {}, "eth0"), c("list", {"NCCL_SOCKET_IFNAME": "=eth0,eth1"}, "eth0"),
+    ...           c("eth0", {"NCCL_SOCKET_IFNAME": "=eth0"}, "eth0"),
+    ...           c("eth1", {"NCCL_SOCKET_IFNAME": "=eth1"}, "eth1")], "baseline")
+    {'list': 'baseline', 'eth0': 'baseline'}
+    >>> nccl = {"id": "x", "env": {}, "runs": [{**run("eth0"), "backend": "nccl"}]}
+    >>> same_run([c("baseline", {}, "eth0"), nccl], "baseline")   # NCCL reads every variable
+    {}
+    >>> same_run([c("baseline", {}, "eth0"), c("t", {"GLOO_SOCKET_IFNAME": "eth0"}, "eth0")],
+    ...          "baseline")                                          # not an NCCL variable
+    {}
+    """
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cand in cands:
+        runs = cand.get("runs") or []
+        used = {tuple(r.get("interfaces") or ()) for r in runs}
+        if (not runs or len(used) != 1 or len(next(iter(used))) != 1
+                or any(r.get("error") or r.get("backend") != "gloo" for r in runs)):
+            continue
+        groups.setdefault(next(iter(used))[0], []).append(cand)
+    out: dict[str, str] = {}
+    for group in groups.values():
+        runner = next((c for c in group if c["id"] == baseline), group[0])
+        for cand in group:
+            differ = {k for k in set(cand["env"]) | set(runner["env"])
+                      if cand["env"].get(k) != runner["env"].get(k)}
+            if cand is not runner and all(k.startswith(("NCCL_", "TORCH_NCCL_")) for k in differ):
+                out[cand["id"]] = runner["id"]
+    return out
+
+
 def round_order(ids: list[str], round_index: int) -> list[str]:
     """The order of round ``round_index`` (0-based): the list rotated so that candidate
     ``round_index`` runs first, and every odd round backwards from there; so each candidate
