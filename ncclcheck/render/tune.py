@@ -9,8 +9,9 @@ from typing import Any
 def _figure(cand: dict[str, Any], run: dict[str, Any]) -> str:
     if run.get("error"):
         return f"{cand['label']}: failed ({str(run['error'])[:120]})"
+    same = f", the run of {run['same_run_as']}" if run.get("same_run_as") else ""
     return (f"{cand['label']}: {run.get('peak_busbw_gbps') or 0:.4g} GB/s peak busbw "
-            f"({run.get('wall_s')} s)")
+            f"({run.get('wall_s')} s{same})")
 
 
 class LineProgress:

@@ -156,10 +156,11 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
             progress.running(f"round {r + 1}/{req.repeats}: {cand['label']}")
             run = {"round": r + 1, "position": position + 1, **bench_once(req, cand["env"], clock)}
             for each in [cand] + [by_id[t] for t, runner in twins.items() if runner == cid]:
-                each["runs"].append(run if each is cand else {**run, "same_run_as": cid})
+                record = run if each is cand else {**run, "same_run_as": cid}
+                each["runs"].append(record)
                 if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
                     each["figures"].append(run["peak_busbw_gbps"])
-                progress.run_done(each, run)
+                progress.run_done(each, record)
         for cand in list(active):
             if cand["runs"] and all(x["error"] for x in cand["runs"]):
                 cand["stopped"] = f"failed: {cand['runs'][-1]['error']}"

@@ -35,13 +35,16 @@ def test_a_pipe_gets_one_line_per_run_and_quiet_nothing():
     con = console(False)
     progress = progress_for(con, quiet=False)
     assert type(progress) is LineProgress
-    progress.start(1)
+    progress.start(2)
     progress.note("probing every node")
     progress.running("round 1/3")
     progress.run_done(CAND, RUN)
+    progress.run_done(CAND, {**RUN, "same_run_as": "baseline"})  # a run another candidate ran
     assert con.file.getvalue().splitlines() == [
         "tune: probing every node",
-        "tune: [1/1] NCCL_SOCKET_IFNAME==ens1f0: 0.04791 GB/s peak busbw (7.1 s)"]
+        "tune: [1/2] NCCL_SOCKET_IFNAME==ens1f0: 0.04791 GB/s peak busbw (7.1 s)",
+        "tune: [2/2] NCCL_SOCKET_IFNAME==ens1f0: 0.04791 GB/s peak busbw (7.1 s, the run of "
+        "baseline)"]
     assert isinstance(progress_for(con, quiet=True), Quiet)
 
 
