@@ -342,12 +342,13 @@ def rank_values(hostfile: str | None, nodes: int | None = None, port_range: str 
                 environ: dict[str, str] | None = None) -> dict:
     """What ``ncclcheck rank`` prints: this node's entry of ``hostfile``; without one, what the
     Kubernetes job API of its pod or mpirun (once per node) says, read as ``bench`` reads them
-    (:func:`ncclcheck.bench.environ.detect_launcher`; an MPIJob pod: the operator's hostfile)."""
+    (:func:`ncclcheck.k8s.launcher.detect_launcher`; an MPIJob pod: the operator's hostfile)."""
     import os
 
-    from ncclcheck.bench.environ import POD_LAUNCHERS, detect_launcher, rank_env
+    from ncclcheck.bench.environ import rank_env
     from ncclcheck.hostfile import load_hostfile
     from ncclcheck.k8s.podenv import pod_job
+    from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
 
     ports = parse_port_range(port_range)
     if hostfile:

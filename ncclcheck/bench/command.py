@@ -123,7 +123,7 @@ def launcher_note(environ: dict[str, str]) -> str | None:
     ...                "MASTER_ADDR": "127.0.0.1"}) is None
     True
     """
-    from ncclcheck.bench.environ import detect_launcher
+    from ncclcheck.k8s.launcher import detect_launcher
 
     names = sorted(k for k in environ if k.startswith("ACCELERATE_"))
     if not names or detect_launcher(environ):

@@ -14,11 +14,8 @@ rank it was given and spawns nothing. The variables each launcher sets:
   launcher: one rank per node, from the variables its controller sets
   (:mod:`ncclcheck.k8s.podenv`, each with its source line).
 
-Precedence, first match wins: torchrun (``TORCHELASTIC_RUN_ID``), DeepSpeed (``CROSS_RANK``),
-a PyTorchJob pod (``RANK``/``WORLD_SIZE``/``MASTER_ADDR`` with ``PET_NNODES``: its
-``WORLD_SIZE`` counts nodes x ``nprocPerNode``, so it is read as node ``PET_NODE_RANK`` of
-``PET_NNODES``), plain torch.distributed (``RANK``/``WORLD_SIZE``/``MASTER_ADDR``), mpirun,
-an srun step, then the other pod APIs (TrainJob, LWS, JobSet).
+Which launcher it is: :func:`ncclcheck.k8s.launcher.detect_launcher` (the one precedence,
+shared with probe and rank); here, what its variables say.
 """
 
 from __future__ import annotations
@@ -27,46 +24,10 @@ import re
 from typing import Any
 
 from ncclcheck.errors import BadInput
+from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
 from ncclcheck.k8s.podenv import node_identity, pod_job
 
-#: Launchers that are a Kubernetes job API: one rank per node, from :mod:`ncclcheck.k8s.podenv`.
-POD_LAUNCHERS = ("pytorchjob", "trainjob", "lws", "jobset")
-
 DEFAULT_MASTER_PORT = 29500
-
-
-def detect_launcher(environ: dict[str, str]) -> str | None:
-    """Which launcher started this process, or None when run by hand.
-
-    >>> detect_launcher({"TORCHELASTIC_RUN_ID": "x", "RANK": "0", "WORLD_SIZE": "2"})
-    'torchrun'
-    >>> detect_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "8", "SLURM_STEP_ID": "0"})
-    'slurm'
-    >>> detect_launcher({"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_JOB_ID": "7"}) is None
-    True
-    >>> detect_launcher({"RANK": "0", "WORLD_SIZE": "16", "MASTER_ADDR": "m", "PET_NNODES": "2"})
-    'pytorchjob'
-    >>> detect_launcher({"PET_NNODES": "2", "PET_NODE_RANK": "1", "PET_MASTER_ADDR": "m"})
-    'trainjob'
-    """
-    def has(*names: str) -> bool:
-        return all(environ.get(n, "") != "" for n in names)
-
-    if has("RANK", "WORLD_SIZE"):
-        if has("TORCHELASTIC_RUN_ID"):
-            return "torchrun"
-        if has("CROSS_RANK"):
-            return "deepspeed"
-        if has("MASTER_ADDR"):
-            return "pytorchjob" if has("PET_NNODES") else "torchrun"
-    if has("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE") or has("PMI_RANK", "PMI_SIZE"):
-        return "mpi"
-    if has("SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_ID"):
-        return "slurm"
-    job = pod_job(environ)
-    if job and job["api"] in POD_LAUNCHERS and job["node_rank"] is not None:
-        return job["api"]
-    return None
 
 
 def rank_env(environ: dict[str, str], launcher: str | None = None) -> dict[str, Any]:

@@ -34,7 +34,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ncclcheck.bench.environ import detect_launcher, nccl_debug_env, rank_env, rendezvous
+from ncclcheck.bench.environ import nccl_debug_env, rank_env, rendezvous
 from ncclcheck.bench.formulas import OPS
 from ncclcheck.bench.monitor import Failure, Monitor  # noqa: F401  (re-exported)
 from ncclcheck.bench.options import (  # noqa: F401  (re-exported: bench's callers import them here)
@@ -51,6 +51,7 @@ from ncclcheck.bench.options import (  # noqa: F401  (re-exported: bench's calle
     torch_available,
 )
 from ncclcheck.errors import BadInput, NcclcheckError
+from ncclcheck.k8s.launcher import detect_launcher
 from ncclcheck.slurm import bench_via_srun, in_allocation
 
 

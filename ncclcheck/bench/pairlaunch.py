@@ -59,7 +59,8 @@ def fleet_size(req: Any) -> int:
         from ncclcheck.hostfile import load_hostfile
 
         return len(load_hostfile(req.hostfile, req.nodes))
-    from ncclcheck.bench.environ import POD_LAUNCHERS, detect_launcher, rank_env
+    from ncclcheck.bench.environ import rank_env
+    from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
     from ncclcheck.slurm import allocation_nodes, in_allocation
 
     environ = dict(os.environ)

@@ -23,6 +23,7 @@ ENV_ALLOW_NAMES = frozenset({
     "K_MPI_JOB_ROLE", "OMPI_MCA_orte_default_hostfile", "I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE",
     "PET_NNODES", "PET_NODE_RANK", "PET_NPROC_PER_NODE", "PET_MASTER_ADDR", "PET_MASTER_PORT",
     "LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX", "JOB_COMPLETION_INDEX", "NNODES",
+    "JOBSET_JOB_INDEX",
     "POD_NAME", "POD_NAMESPACE", "NODE_NAME",
 })
 #: Every variable with one of these prefixes is copied: they are NCCL's and PyTorch's own knobs.

@@ -35,7 +35,7 @@ Each rule names the controller line that sets the variable (tags as in
 
 Precedence, first match wins: MPIJob, PyTorchJob, TrainJob, LWS, JobSet. (Process launchers --
 torchrun, DeepSpeed, mpirun, srun -- come before all of them, in
-:func:`ncclcheck.bench.environ.detect_launcher`.)
+:func:`ncclcheck.k8s.launcher.detect_launcher`.)
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, TypedDict
 
+from ncclcheck.errors import BadInput
 from ncclcheck.host import Host
 from ncclcheck.k8s import podenv
+from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
 
 
 class HostData(TypedDict):
@@ -38,7 +40,7 @@ class HostData(TypedDict):
     numa_nodes: list[int]
     memory_total_bytes: Optional[int]
     container: dict[str, Any]    # {"runtime": "docker"|"podman"|"kubernetes"|"containerd"|None, "evidence": [...]}
-    launcher: dict[str, Any]     # {"kind": "slurm"|"torchrun"|"mpi"|"deepspeed"|None, ...}
+    launcher: dict[str, Any]     # {"kind": "slurm"|"torchrun"|"mpi"|"deepspeed"|<pod API>|None, ...}
 
 
 def parse_os_release(text: str) -> Optional[str]:
@@ -177,17 +179,19 @@ def detect_container(host: Host, env: dict[str, str]) -> dict[str, Any]:
     return {"runtime": runtime, "evidence": evidence}
 
 
-def detect_launcher(env: dict[str, str], pod_labels: str = "",
-                    hostname: str = "") -> dict[str, Any]:
-    """The scheduler or launcher whose variables are set, and the rank facts they give.
+def launcher_facts(env: dict[str, str], pod_labels: str = "",
+                   hostname: str = "") -> dict[str, Any]:
+    """The launcher (or Slurm allocation) this process runs in, and the rank facts it gives.
+    ``kind`` is :func:`ncclcheck.k8s.launcher.detect_launcher`'s, with a Slurm allocation
+    outside a step counted; a malformed pod variable gives no kind, never a crash.
 
-    >>> detect_launcher({"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_PROCID": "3"})["kind"]
+    >>> launcher_facts({"SLURM_JOB_ID": "42", "SLURM_NNODES": "4", "SLURM_PROCID": "3"})["kind"]
     'slurm'
-    >>> detect_launcher({"TORCHELASTIC_RUN_ID": "x", "RANK": "1", "WORLD_SIZE": "2"})["world_size"]
+    >>> launcher_facts({"TORCHELASTIC_RUN_ID": "x", "RANK": "1", "WORLD_SIZE": "2"})["world_size"]
     2
-    >>> detect_launcher({})["kind"] is None
+    >>> launcher_facts({})["kind"] is None
     True
-    >>> facts = detect_launcher({"RANK": "1", "WORLD_SIZE": "16", "MASTER_ADDR": "m",
+    >>> facts = launcher_facts({"RANK": "1", "WORLD_SIZE": "16", "MASTER_ADDR": "m",
     ...     "PET_NNODES": "2", "PET_NODE_RANK": "1", "POD_NAME": "j-worker-0"})
     >>> facts["kind"], facts["rank"], facts["world_size"], facts["pod"]["pod"]
     ('pytorchjob', 1, 2, 'j-worker-0')
@@ -198,17 +202,10 @@ def detect_launcher(env: dict[str, str], pod_labels: str = "",
                 return int(env[n])
         return None
 
-    kind = None
-    if "TORCHELASTIC_RUN_ID" in env:
-        kind = "torchrun"
-    elif "CROSS_RANK" in env or "CROSS_SIZE" in env:
-        kind = "deepspeed"
-    elif any(k in env for k in ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")):
-        kind = "mpi"
-    elif "SLURM_JOB_ID" in env:
-        kind = "slurm"
-    elif "RANK" in env and "WORLD_SIZE" in env:
-        kind = "torch.distributed"
+    try:
+        kind = detect_launcher(env, hostname, allocation=True)
+    except BadInput:  # a malformed pod variable: no launcher facts, never a crash
+        kind = None
     facts = {
         "kind": kind,
         "slurm_job_id": env.get("SLURM_JOB_ID"),
@@ -221,11 +218,11 @@ def detect_launcher(env: dict[str, str], pod_labels: str = "",
     }
     try:
         job = podenv.pod_job(env, hostname)
-    except Exception:  # noqa: BLE001 - a malformed variable: no job facts, never a crash
+    except BadInput:
         job = None
     if job is not None or env.get("KUBERNETES_SERVICE_HOST"):
         facts["pod"] = podenv.pod_facts(env, hostname, labels=podenv.parse_downward_labels(pod_labels))
-    if job and job["node_rank"] is not None and kind in (None, "torch.distributed"):
+    if job and kind in POD_LAUNCHERS:
         facts.update(kind=job["api"], rank=job["node_rank"], world_size=job["nnodes"],
                      nnodes=job["nnodes"], local_rank=0,
                      master_addr=job["master_addr"],
@@ -259,5 +256,5 @@ def collect(host: Host, errors: list[str]) -> HostData:
         numa_nodes=parse_node_list(host.listdir("sys/devices/system/node")),
         memory_total_bytes=parse_meminfo_total(host.read("proc/meminfo") or ""),
         container=detect_container(host, env),
-        launcher=detect_launcher(env, pod_labels(host, env), hostname),
+        launcher=launcher_facts(env, pod_labels(host, env), hostname),
     )

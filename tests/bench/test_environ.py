@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ncclcheck.bench.environ import (
-    detect_launcher,
-    first_slurm_host,
-    nccl_debug_env,
-    rank_env,
-    rendezvous,
-)
+from ncclcheck.bench.environ import first_slurm_host, nccl_debug_env, rank_env, rendezvous
 from ncclcheck.errors import BadInput
+from ncclcheck.k8s.launcher import detect_launcher
 
 TORCHRUN = {"RANK": "1", "WORLD_SIZE": "2", "LOCAL_RANK": "1", "MASTER_ADDR": "127.0.0.1",
             "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none"}

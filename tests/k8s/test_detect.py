@@ -8,14 +8,16 @@ import os
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from ncclcheck.bench.environ import detect_launcher, rank_env, rendezvous
+from ncclcheck.bench.environ import rank_env, rendezvous
 from ncclcheck.errors import BadInput
 from ncclcheck.hostfile import load_hostfile, parse_hostfile
+from ncclcheck.k8s.launcher import detect_launcher
 from ncclcheck.k8s.podenv import pod_job
-from ncclcheck.probes.host import detect_launcher as probe_launcher
+from ncclcheck.probes.host import launcher_facts as probe_launcher
 
 
 def free_port() -> int:
@@ -103,6 +105,47 @@ def test_probe_records_job_api_pod_node_and_topology():
                             "topology": {"cloud.google.com/gce-topology-block": "b1",
                                          "topology.kubernetes.io/zone": "us-central1-a"}}
     assert "pod" not in probe_launcher({"RANK": "0", "WORLD_SIZE": "2"})
+
+
+# -- one precedence for probe, bench and rank ---------------------------------------------------
+#: README's order ("Precedence, first match wins"), highest first: (kind, the variables that
+#: make it, as ncclcheck/k8s/launcher.py cites their source lines).
+PRECEDENCE = [
+    ("torchrun", {"TORCHELASTIC_RUN_ID": "r1", "RANK": "1", "WORLD_SIZE": "4"}),
+    ("deepspeed", {"CROSS_RANK": "0", "RANK": "1", "WORLD_SIZE": "4"}),
+    ("pytorchjob", {**pytorchjob_env(1)}),
+    ("torchrun", {"RANK": "1", "WORLD_SIZE": "4", "MASTER_ADDR": "198.18.0.11"}),
+    ("mpi", {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}),
+    ("slurm", {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_STEP_ID": "0"}),
+    ("trainjob", trainjob_env(1)),
+    ("lws", {"LWS_LEADER_ADDRESS": "lw-0.lw", "LWS_GROUP_SIZE": "2", "LWS_WORKER_INDEX": "1"}),
+    ("jobset", {"JOB_COMPLETION_INDEX": "1", "NNODES": "2", "HOSTNAME": "js-node-0-1"}),
+]
+
+
+def test_one_precedence_for_probe_bench_and_rank_as_documented():
+    """Each rule beats every rule below it (its variables plus all theirs), and probe's
+    launcher facts name the same kind as bench and rank read (before: probe had its own
+    order, mpirun before torch.distributed and any SLURM_JOB_ID as slurm)."""
+    for i, (kind, _) in enumerate(PRECEDENCE):
+        env: dict[str, str] = {}
+        for below, more in reversed(PRECEDENCE[i:]):
+            if i == 3 and below == "trainjob":
+                continue  # PET_NNODES with RANK, WORLD_SIZE, MASTER_ADDR *is* rule 3
+            env.update(more)
+        assert detect_launcher(env) == kind, (i, env)
+        assert probe_launcher(env)["kind"] == kind, (i, env)
+    # a Slurm allocation outside a step: the context probe records, never a launcher of ranks
+    alloc = {"SLURM_JOB_ID": "7", "SLURM_JOB_NUM_NODES": "2"}
+    assert detect_launcher(alloc) is None and probe_launcher(alloc)["kind"] == "slurm"
+    assert probe_launcher({**alloc, **PRECEDENCE[4][1]})["kind"] == "mpi"
+    # the documented order is this one
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    line = " ".join(readme.split("Precedence, first match wins:", 1)[1].split(". ")[0].split())
+    said = ["torchrun (`TORCHELASTIC_RUN_ID`)", "DeepSpeed (`CROSS_RANK`)", "a PyTorchJob pod",
+            "plain torch.distributed", "mpirun", "an srun step", "a TrainJob, LWS or JobSet pod"]
+    assert [line.find(s) for s in said] == sorted(line.find(s) for s in said), line
+    assert -1 not in [line.find(s) for s in said], line
 
 
 # -- hostfiles: host:N -------------------------------------------------------------------------

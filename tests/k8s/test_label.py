@@ -5,94 +5,17 @@ Conflict; 403/404 are ``Status`` objects). The server records every request."""
 
 from __future__ import annotations
 
-import copy
 import json
-import shutil
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fakeapi import FakeAPI
 
 PAIRWISE = Path(__file__).resolve().parent.parent / "fixtures" / "reports" / "netns-hunt" / \
     "pairwise.json"
 TOKEN = "test-token-123"
-
-
-def status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": message, "reason": reason, "code": code}
-
-
-class FakeAPI:
-    """Nodes by name; ``conflicts[name]`` 409s to answer before a taint patch succeeds;
-    ``forbidden`` answers 403 to everything."""
-
-    def __init__(self, names):
-        self.nodes = {n: {"apiVersion": "v1", "kind": "Node",
-                          "metadata": {"name": n, "resourceVersion": "100", "labels": {}},
-                          "spec": {"taints": [{"key": "other", "effect": "NoExecute"}]}}
-                      for n in names}
-        self.requests: list[tuple] = []
-        self.conflicts: dict[str, int] = {}
-        self.forbidden = False
-        api = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def answer(self, code, body):
-                data = json.dumps(body).encode()
-                self.send_response(code)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def handle_any(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length)) if length else None
-                api.requests.append((self.command, self.path, self.headers.get("Content-Type"),
-                                     self.headers.get("Authorization"), body))
-                name = self.path.rsplit("/", 1)[-1]
-                if api.forbidden:
-                    return self.answer(403, status(403, "Forbidden", f'nodes "{name}" is '
-                                                  'forbidden: User "system:serviceaccount:'
-                                                  'default:x" cannot patch resource "nodes"'))
-                if name not in api.nodes or not self.path.startswith("/api/v1/nodes/"):
-                    return self.answer(404, status(404, "NotFound", f'nodes "{name}" not found'))
-                node = api.nodes[name]
-                if self.command == "GET":
-                    return self.answer(200, node)
-                rv = (body.get("metadata") or {}).get("resourceVersion")
-                if rv is not None and (api.conflicts.get(name) or rv != node["metadata"][
-                        "resourceVersion"]):
-                    api.conflicts[name] = max(0, api.conflicts.get(name, 0) - 1)
-                    node["metadata"]["resourceVersion"] = str(
-                        int(node["metadata"]["resourceVersion"]) + 1)  # someone else wrote
-                    return self.answer(409, status(409, "Conflict", "the object has been "
-                                                   "modified; please apply your changes to the "
-                                                   "latest version and try again"))
-                node["metadata"]["labels"].update((body.get("metadata") or {}).get("labels", {}))
-                if "spec" in body:
-                    node["spec"].update(body["spec"])
-                node["metadata"]["resourceVersion"] = str(
-                    int(node["metadata"]["resourceVersion"]) + 1)
-                return self.answer(200, node)
-
-            do_GET = do_PATCH = handle_any
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -1,16 +1,20 @@
 """The pods run for real: each API's rendered command on the network-namespace cluster's nodes,
 with the environment and files that API's controller gives each pod (the variables as
-ncclcheck/k8s/podenv.py cites them; the downward-API values the manifest asks for; the MPI
-operator's hostfile), and the same results as over ssh.
+ncclcheck/k8s/podenv.py cites them; the downward-API values the manifest asks for; the labels
+file and the service account's files in the pod's own mount namespace; the MPI operator's
+hostfile), and the same results as over ssh.
 
 The commands are README's, with their defaults: ``k8s render bench --api API --nodes 2`` (one
-GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as over ssh), the
-hunt of ``k8s render pairwise --api jobset --host-network`` on 4 nodes against
-``bench --pairwise --hostfile hosts``. One 4-node cluster serves the module: the 2-node runs
-use its first two nodes. The runs start together from one module fixture, at most
-``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU); the two hunts
-run after them, one at a time, so no other run's load makes a pair slow. Each test then checks
-what differs between the APIs: how its pods found their node rank, node count and master.
+GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as over ssh),
+``k8s render probe --api API --nodes 2`` against ``probe --hostfile hosts``, one
+``k8s render probe --label-nodes`` pod against a TLS test double of the API server, and the hunt
+of ``k8s render pairwise --api API --nodes 4`` against the hunt over ssh (the MPIJob launcher's
+``bench --pairwise --hostfile``, the one reference for all). One 4-node cluster serves the
+module: the 2-node runs use its first two nodes. The runs start together from one module
+fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU);
+the hunts run after them, one at a time, so no other run's load makes a pair slow. Each test
+then checks what differs between the APIs: how its pods found their node rank, node count and
+master.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ BIN = str(Path(sys.executable).parent / "ncclcheck")
 IMAGE = "ghcr.io/example/ncclcheck:0.1"
 AT_ONCE = 3
 POD_APIS = ("jobset", "lws", "trainjob", "pytorchjob")
+#: The APIs whose pods run the 4-node hunt (the MPIJob launcher's runs over ssh, always).
+HUNT_APIS = POD_APIS
 HAS_MPIRUN = bool(shutil.which("mpirun"))
 _PORTS: set[int] = set()
 
@@ -188,19 +194,118 @@ def mpijob_rank(c, tmp: Path):
     return run_here(argv, env, timeout=120)
 
 
+def mpijob_launcher(c, command: str, tmp: Path, hostfile_lines: list[str],
+                    env: dict[str, str], nodes: int = 2, timeout: float = 200):
+    """The MPIJob launcher's rendered command for probe or the hunt (over ssh, on the
+    operator's hostfile, here written with ``hostfile_lines``), with the launcher's env."""
+    (job,) = rendered(command, "mpijob", free_port(), nodes=nodes)
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    hostfile = tmp / "hostfile"
+    hostfile.write_text("".join(f"{line}\n" for line in hostfile_lines))
+    argv = [str(hostfile) if a == "/etc/mpi/hostfile" else a for a in launcher["command"]]
+    argv = [BIN, *argv[1:], "--ssh-config", c.ssh_config]
+    return run_here(argv, {k: v.replace("/etc/mpi/hostfile", str(hostfile))
+                           for k, v in env.items()}, timeout=timeout)
+
+
 def intel_mpi_probe(c, tmp: Path):
     """The MPIJob probe launcher's command on an Intel MPI hostfile (``host:8``, mpi-operator
     v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE; then the same file by hand: refused."""
-    (job,) = rendered("probe", "mpijob", free_port())
-    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    hostfile = tmp / "hostfile"
-    hostfile.write_text("".join(f"{a}:8\n" for a in c.addrs[:2]))
-    argv = [str(hostfile) if a == "/etc/mpi/hostfile" else a for a in launcher["command"]]
-    argv = [BIN, *argv[1:], "--ssh-config", c.ssh_config]
-    inside = run_here(argv, {"K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": str(hostfile)},
-                      timeout=200)
-    by_hand = run_here(argv, {"K_MPI_JOB_ROLE": "", "I_MPI_HYDRA_HOST_FILE": ""}, timeout=60)
+    lines = [f"{a}:8" for a in c.addrs[:2]]
+    inside = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "launcher",
+                                                      "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"})
+    by_hand = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "",
+                                                       "I_MPI_HYDRA_HOST_FILE": ""}, timeout=60)
     return inside, by_hand
+
+
+def mpijob_hunt(c, tmp: Path):
+    """The MPIJob hunt as rendered: its launcher over ssh on the operator's Open MPI hostfile."""
+    return mpijob_launcher(c, "pairwise", tmp, [f"{a} slots=1" for a in c.addrs], {
+        "K_MPI_JOB_ROLE": "launcher", "OMPI_MCA_orte_default_hostfile": "/etc/mpi/hostfile"},
+        nodes=4, timeout=400)
+
+
+#: The pod's own filesystem, in a private mount namespace on its node: /etc and /run get an
+#: overlay whose upper layer holds what the kubelet mounts (the downward API's labels at
+#: /etc/podinfo, the service account's token, ca.crt and namespace under
+#: /var/run/secrets/kubernetes.io/serviceaccount), keeping the node's /etc/hosts; /tmp is the
+#: pod's own. Nothing reaches the machine's filesystem.
+POD_FS = """set -e
+s=$1; shift
+cp /etc/hosts "$s/etc.u/hosts"
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=$s/etc.u,workdir=$s/etc.w" /etc
+mount -t overlay overlay -o "lowerdir=/run,upperdir=$s/run.u,workdir=$s/run.w" /run
+mount -t tmpfs tmpfs /tmp
+exec "$@"
+"""
+SA_DIR = "secrets/kubernetes.io/serviceaccount"   # under /run (= /var/run)
+
+
+def pod_files(tmp: Path, labels: dict[str, str], account: dict[str, str] | None = None) -> Path:
+    """A scratch folder with the overlays' layers: the labels file (one ``key="value"`` a
+    line, as the kubelet writes it) and, given, the service account's files."""
+    for top in ("etc.u/podinfo", "etc.w", "run.u", "run.w"):
+        (tmp / top).mkdir(parents=True, exist_ok=True)
+    (tmp / "etc.u/podinfo/labels").write_text(
+        "".join(f'{k}="{v}"\n' for k, v in sorted(labels.items())))
+    if account:
+        (tmp / "run.u" / SA_DIR).mkdir(parents=True)
+        for name, text in account.items():
+            (tmp / "run.u" / SA_DIR / name).write_text(text)
+    return tmp
+
+
+def in_pod_fs(scratch: Path, argv: list[str]) -> list[str]:
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", POD_FS, "sh",
+            str(scratch), *argv]
+
+
+#: Pod labels the probes read back: the manifest's own and a topology label of the node's zone.
+def pod_labels(api: str, node: int) -> dict[str, str]:
+    return {"app.kubernetes.io/name": "ncclcheck", "app.kubernetes.io/component": "probe",
+            "topology.kubernetes.io/zone": f"zone-{node % 2}", "ncclcheck-test/api": api}
+
+
+def probe_pods(c, api: str, tmp: Path) -> list:
+    """README's ``k8s render probe --api API --nodes 2`` in each pod, with the labels file."""
+    port = free_port()
+    container = pod_container(rendered("probe", api, port))
+    argv = argv_of(container)
+    return run_pods(c, [(in_pod_fs(pod_files(tmp / f"pod{n}", pod_labels(api, n)), argv),
+                         {**literal_env(container), **controller_env(api, n, c, port)})
+                        for n in range(2)])
+
+
+def probe_ssh(c, out: Path):
+    """README: ncclcheck probe --hostfile hosts -o cluster.json, on the pods' two nodes."""
+    return run_here([BIN, "probe", "--hostfile", c.hostfile, "--nodes", "2", "--ssh-config",
+                     c.ssh_config, "-o", str(out)], timeout=200)
+
+
+def label_pod(c, tmp: Path):
+    """``k8s render probe --api jobset --nodes 1 --label-nodes`` in one pod: the probe, then
+    ``k8s label`` with the in-cluster config the pod has (KUBERNETES_SERVICE_HOST/PORT, the
+    service account's token and CA), against a TLS test double of the API server on the
+    namespace cluster's root side. (the requests, (returncode, out, err))."""
+    from fakeapi import FakeAPI, self_signed
+
+    cert, key = self_signed(tmp, c.gateway)
+    api = FakeAPI([c.nodes[0].name], host=c.gateway, cert=cert, key=key)
+    try:
+        port = free_port()
+        container = pod_container(rendered("probe", "jobset", port, nodes=1, label_nodes=True))
+        argv = argv_of(container)
+        account = {"token": "pod-token-7\n", "ca.crt": Path(cert).read_text(),
+                   "namespace": "default"}
+        env = {**literal_env(container), **controller_env("jobset", 0, c, port, nodes=1),
+               "KUBERNETES_SERVICE_HOST": c.gateway, "KUBERNETES_SERVICE_PORT": str(api.port),
+               "PATH": f"{Path(BIN).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        scratch = pod_files(tmp / "pod", pod_labels("jobset", 0), account)
+        (out,) = run_pods(c, [(in_pod_fs(scratch, argv), env)], timeout=200)
+        return list(api.requests), out
+    finally:
+        api.close()
 
 
 @pytest.fixture(scope="module")
@@ -231,8 +336,11 @@ def _run_all(c, tmp, ssh_out, tmp_path_factory):
                                  "--ssh-config", c.ssh_config, "--json", "-o", str(ssh_out)]),
         **{api: (lambda api=api: api_pods(c, api, "bench")) for api in POD_APIS},
         "trap": lambda: trap_pods(c),
-        "probe-lws": lambda: api_pods(c, "lws", "probe"),
+        "probe-ssh": lambda: probe_ssh(c, tmp / "cluster.json"),
+        **{f"probe-{api}": (lambda api=api: probe_pods(c, api, tmp_path_factory.mktemp(api)))
+           for api in POD_APIS},
         "intel-probe": lambda: intel_mpi_probe(c, tmp_path_factory.mktemp("intel")),
+        "label": lambda: label_pod(c, tmp_path_factory.mktemp("label")),
     }
     if HAS_MPIRUN:
         jobs["mpijob"] = lambda: mpijob_bench(c, tmp_path_factory.mktemp("mpijob"))
@@ -249,13 +357,17 @@ def _run_all(c, tmp, ssh_out, tmp_path_factory):
 
     with ThreadPoolExecutor(AT_ONCE) as pool:
         list(pool.map(guarded, jobs))
-    # the hunts, alone: README's bench --pairwise --hostfile hosts, and the JobSet pods
-    jobs = {"hunt-ssh": lambda: run_here([BIN, "bench", "--pairwise", "--hostfile", c.hostfile,
-                                          "--ssh-config", c.ssh_config, "--json"]),
-            "hunt-pods": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True)}
+    # the hunts, alone. The reference over ssh is the MPIJob launcher's, README's
+    # ``bench --pairwise --hostfile`` on the operator's hostfile: one hunt over ssh for all
+    jobs = {"hunt-mpijob": lambda: mpijob_hunt(c, tmp_path_factory.mktemp("mpihunt")),
+            "hunt-jobset": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True),
+            **{f"hunt-{api}": (lambda api=api: api_pods(c, api, "pairwise", nodes=4))
+               for api in HUNT_APIS if api != "jobset"}}
     for name in jobs:
         guarded(name)
     results["ssh-doc"] = json.loads(ssh_out.read_text()) if ssh_out.exists() else None
+    cluster = tmp / "cluster.json"
+    results["probe-ssh-doc"] = json.loads(cluster.read_text()) if cluster.exists() else None
     return c, results
 
 
@@ -313,14 +425,86 @@ def test_pytorchjob_pods_with_nproc_per_node_8_run_ncclcheck_without_torchrun(ru
     assert doc["launch"]["mode"] == "pytorchjob"
 
 
-def test_probe_in_a_pod_records_the_job_api_pod_and_node(runs):
-    c, pods, _ = result(runs, "probe-lws")
+#: What a pod's probe sees of its pod and no probe over ssh can: the launcher facts, the
+#: container runtime (kubernetes: KUBERNETES_SERVICE_HOST), the rendezvous address the API
+#: gives (``netpath.resolve``'s ``master_addr``), and the allow-listed environment (the
+#: controller's variables are the pod's env).
+POD_ONLY = {("host", "launcher"), ("host", "container")}
+
+
+def comparable(facts: dict) -> dict:
+    """A facts document without what differs by who started the process: :data:`POD_ONLY`, the
+    ``env`` section, the rendezvous address, and the first entry of python's ``sys.path`` (the
+    console script's folder in a pod, ssh's working folder for ``python -m``)."""
+    out = {}
+    for name, section in facts["sections"].items():
+        if name == "env":
+            continue
+        data = {k: v for k, v in (section.get("data") or {}).items()
+                if (name, k) not in POD_ONLY}
+        if name == "netpath" and isinstance(data.get("resolve"), dict):
+            data["resolve"] = {k: v for k, v in data["resolve"].items()
+                               if k not in ("master_addr", "master_addrs")}
+        if name == "nccl" and isinstance(data.get("python"), dict):
+            data["python"] = {**data["python"], "sys_path": data["python"]["sys_path"][1:]}
+        out[name] = {"status": section.get("status"), "data": data}
+    return out
+
+
+def ssh_facts(results) -> list[dict]:
+    got = results["probe-ssh"]
+    code, _, err = got if not isinstance(got, BaseException) else (1, "", repr(got))
+    assert code == 0 and results["probe-ssh-doc"], err[-2000:]
+    return results["probe-ssh-doc"]["nodes"]
+
+
+@pytest.mark.parametrize("api", POD_APIS)
+def test_probe_in_the_pods_of_each_api_matches_ssh_and_names_the_pod(runs, api):
+    """README's ``k8s render probe --api API`` in each pod, with the env and the labels file the
+    pod gets: the same facts as ``probe --hostfile`` over ssh on the same nodes, but for the
+    launcher facts, which name the API, the node rank, the pod, its node and topology labels."""
+    c, pods, results = result(runs, f"probe-{api}")
     all_ok(pods)
+    over_ssh = ssh_facts(results)
     for n, (_, out, _) in enumerate(pods):
-        launcher = json.loads(out)["sections"]["host"]["data"]["launcher"]
-        assert (launcher["kind"], launcher["rank"], launcher["world_size"]) == ("lws", n, 2)
-        assert launcher["pod"]["node"] == c.nodes[n].name
-        assert launcher["pod"]["job_api"] == "lws"
+        facts = json.loads(out)
+        assert comparable(facts) == comparable(over_ssh[n]), (api, n)
+        launcher = facts["sections"]["host"]["data"]["launcher"]
+        assert (launcher["kind"], launcher["rank"], launcher["world_size"]) == (api, n, 2)
+        assert launcher["pod"] == {"job_api": api, "pod": f"ncclcheck-{api}-{n}",
+                                   "namespace": "default", "node": c.nodes[n].name,
+                                   "topology": {"topology.kubernetes.io/zone": f"zone-{n % 2}"}}
+        ssh_launcher = over_ssh[n]["sections"]["host"]["data"]["launcher"]
+        assert ssh_launcher["kind"] is None and "pod" not in ssh_launcher
+
+
+def test_mpijob_probe_launcher_matches_ssh(runs):
+    """The MPIJob probe is its launcher's ``probe --hostfile /etc/mpi/hostfile`` over ssh (the
+    workers run sshd): the same nodes' facts as probe over ssh from outside."""
+    _, (inside, _), results = result(runs, "intel-probe")
+    assert inside[0] == 0, inside[2][-1500:]
+    got = json.loads(inside[1])["nodes"]
+    assert [comparable(f) for f in got] == [comparable(f) for f in ssh_facts(results)]
+
+
+def test_label_nodes_in_a_pod_patches_its_node_with_the_in_cluster_config(runs, tmp_path):
+    """``k8s render probe --label-nodes`` in one pod: after the probe, ``k8s label`` finds the
+    API server, token and CA where the pod has them (KUBERNETES_SERVICE_HOST/PORT, the service
+    account's files), checks the server's certificate, and sends one merge patch for the pod's
+    node, the body ``k8s label --dry-run`` prints for the same document."""
+    c, (requests, (code, out, err)), _ = result(runs, "label")
+    assert code == 0, err[-1500:]
+    text = out[:out.rindex("}") + 1]          # the probe's document, then label's line
+    facts = json.loads(text)
+    worst = max([{"warning": 1, "error": 2}.get(f["severity"], 0)
+                 for f in facts["findings"]], default=0)
+    want = {"metadata": {"labels": {"ncclcheck.io/probe": ("ok", "warning", "error")[worst]}}}
+    assert requests == [("PATCH", f"/api/v1/nodes/{c.nodes[0].name}",
+                         "application/merge-patch+json", "Bearer pod-token-7", want)]
+    doc = tmp_path / "facts.json"
+    doc.write_text(text)
+    dry = run_here([BIN, "k8s", "label", str(doc), "--dry-run"], timeout=60)
+    assert dry[1].splitlines()[1] == json.dumps(want, sort_keys=True)
 
 
 def test_intel_mpi_host_colon_8_hostfile_in_an_mpijob_probes_and_never_hangs(runs):
@@ -358,18 +542,38 @@ def test_rank_under_the_mpijob_launchers_mpirun_gives_each_node_its_rank(runs):
     assert values[0]["MASTER_PORT"] == values[1]["MASTER_PORT"]
 
 
-def test_four_node_hunt_in_jobset_pods_matches_the_hunt_over_ssh(runs):
-    """README's hunt in 4 host-network JobSet pods gives the same verdicts, all ok, as the hunt
-    over ssh (README's ``bench --pairwise --hostfile hosts``), both with the hunt's defaults."""
-    c, pods, results = result(runs, "hunt-pods")
-    code, out, err = results["hunt-ssh"] if not isinstance(results["hunt-ssh"], BaseException) \
-        else (1, "", repr(results["hunt-ssh"]))
+def hunt_over_ssh(results) -> dict:
+    """The hunt over ssh every pod hunt is held against: the MPIJob launcher's."""
+    got = results["hunt-mpijob"]
+    code, out, err = got if not isinstance(got, BaseException) else (1, "", repr(got))
     assert code == 0, err[-1500:]
+    return json.loads(out)
+
+
+def test_four_node_hunt_of_the_mpijob_launcher_is_the_hunt_over_ssh(runs):
+    """The MPIJob hunt as rendered: its launcher's ``bench --pairwise --hostfile
+    /etc/mpi/hostfile --nodes 4`` over ssh to the workers (README's hunt over ssh, on the
+    operator's Open MPI hostfile), with the hunt's defaults: every node ok, named as the
+    hostfile names it."""
+    c, _, results = result(runs, "hunt-mpijob")
+    doc = hunt_over_ssh(results)
+    assert [n["host"] for n in doc["nodes"]] == c.addrs
+    assert [n["status"] for n in doc["nodes"]] == ["ok"] * 4
+    assert doc["slow_nodes"] == [] and doc["failed"] == []
+
+
+@pytest.mark.parametrize("api", HUNT_APIS)
+def test_four_node_hunt_in_the_pods_of_each_api_matches_the_hunt_over_ssh(runs, api):
+    """README's hunt (``k8s render pairwise --api API --nodes 4``; JobSet's with
+    ``--host-network``) in 4 pods gives the same verdicts, all ok, as the hunt over ssh, both
+    with the hunt's defaults."""
+    c, pods, results = result(runs, f"hunt-{api}")
+    over_ssh = hunt_over_ssh(results)
     all_ok(pods)
-    in_pods, over_ssh = json.loads(pods[0][1]), json.loads(out)
+    in_pods = json.loads(pods[0][1])
     # over ssh nodes are named by the hostfile (addresses), in pods by their hostnames
     assert [n["host"] for n in in_pods["nodes"]] == [x.name for x in c.nodes]
-    assert [n["host"] for n in over_ssh["nodes"]] == c.addrs
     assert [n["status"] for n in in_pods["nodes"]] == [n["status"] for n in over_ssh["nodes"]]
     assert in_pods["slow_nodes"] == over_ssh["slow_nodes"] == [] and in_pods["failed"] == []
     assert in_pods["schema"] == over_ssh["schema"] == "ncclcheck/pairwise"
+    assert all(p[1].strip() == "" for p in pods[1:])   # rank 0 prints the document
