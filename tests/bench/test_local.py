@@ -120,9 +120,9 @@ def test_all_reduce_on_two_cpu_ranks(tmp_path):
     assert doc["launch"]["mode"] == "local"
 
 
-@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "broadcast", "alltoall",
-                                "sendrecv"])
+@pytest.mark.parametrize("op", ["reduce_scatter", "broadcast", "alltoall", "sendrecv"])
 def test_every_op_checks_out(op):
+    """all_reduce: test_all_reduce_on_two_cpu_ranks; all_gather: the --compare test's runs."""
     slowest = op == "broadcast"      # one op also checks -a 3 (nccl-tests: the slowest rank)
     out = bench("--op", op, "--procs", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1",
                 "--dtype", "half" if op == "reduce_scatter" else "float", "--json",
@@ -235,9 +235,19 @@ def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
     ring, tree = tmp_path / "ring.env", tmp_path / "tree.env"
     ring.write_text("NCCL_ALGO=Ring\n")
     tree.write_text("NCCL_ALGO=Tree\n")
-    out = bench("--procs", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "5", "-w", "1",
-                "--timeout", "30", "--compare", str(ring), str(tree))
+    out = bench("--op", "all_gather", "--procs", "2", "-b", "1K", "-e", "64K", "-f", "4",
+                "-n", "5", "-w", "1", "--timeout", "30", "--compare", str(ring), str(tree),
+                "-o", str(tmp_path / "compare.json"))
     assert out.returncode == 0, out.stderr
+    # each run is all_gather's check (what test_every_op_checks_out checks of the other ops)
+    runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
+    assert len(runs) == 2
+    for run in runs:
+        doc = run["bench"]
+        assert doc["op"] == "all_gather" and doc["time_basis"].startswith("mean over ranks")
+        assert [r["size_bytes"] for r in doc["rows"]] == [1024, 4096, 16384, 65536]
+        assert all(r["in_place"] is not None for r in doc["rows"])
+        assert_rows_follow_formulas(doc)
     assert "# gloo ignores NCCL_ALGO" in out.stdout
     assert "# no winner: the runs differ only in settings the backend ignores" in out.stdout
     body = out.stdout.splitlines()[1:]
