@@ -121,7 +121,7 @@ def pairwise_options(req: Any, n: int) -> Any:
     shown = size or PROBE_MAX_BYTES
     opts = bench_options(dataclasses.replace(req, op="sendrecv", min_bytes=str(shown),
                                              max_bytes=str(shown)))
-    planned = len(schedule.plan(n, req.rounds)) + (CONFIRM_ALLOWANCE if req.rounds else 0)
+    planned = schedule.plan_length(n, req.rounds) + (CONFIRM_ALLOWANCE if req.rounds else 0)
     return dataclasses.replace(
         opts, op="sendrecv", procs=None, check=0, sizes=[shown] * planned, gloo_sizes=None,
         timeout=req.timeout if "timeout" in given else PAIRWISE_TIMEOUT_S,

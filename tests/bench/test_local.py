@@ -26,21 +26,54 @@ def bench(*args, timeout=120, env=None):
                           capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def test_a_clean_run_says_nothing_on_stderr_and_leaves_nothing_behind(tmp_path):
+#: The clean run: 3 sizes (the bar ends at 3/3), each long enough that a row printed as its
+#: size finishes comes well before the next sizes' ops end.
+CLEAN = ["--procs", "2", "-b", "1M", "-e", "4M", "-w", "5", "-n", "20", "--timeout", "60"]
+
+
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    """One clean run into pipes, in a TMPDIR of its own: the TMPDIR, the finished process
+    (returncode, stdout, stderr) and each stdout line with the time it arrived."""
+    tmp = tmp_path_factory.mktemp("clean")
+    proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "bench", *CLEAN],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp)})
+    arrivals: list[tuple[float, str]] = []
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        for line in proc.stdout:
+            arrivals.append((time.monotonic(), line.rstrip("\n")))
+        err = proc.stderr.read()
+        proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    out = subprocess.CompletedProcess(proc.args, proc.returncode,
+                                      "".join(ln + "\n" for _, ln in arrivals), err)
+    return tmp, out, arrivals
+
+
+@pytest.fixture(scope="module")
+def bad_interface_run(tmp_path_factory):
+    """One run whose NCCL_SOCKET_IFNAME matches no interface, in a TMPDIR of its own."""
+    tmp = tmp_path_factory.mktemp("badif")
+    return tmp, bench("--procs", "2", "-b", "1K", "-e", "1K", "--timeout", "30",
+                      "--env", "NCCL_SOCKET_IFNAME=nosuch0", env={**os.environ, "TMPDIR": str(tmp)})
+
+
+def test_a_clean_run_says_nothing_on_stderr_and_leaves_nothing_behind(clean_run):
     """torch's warnings (FutureWarning for a deprecated collective, "Failed to initialize
     NumPy", c10d's hostname lines) stay in the rank logs, and those go with a clean run."""
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    out = bench("--procs", "2", "-b", "1K", "-e", "64K", env=env)
+    tmp_path, out, _ = clean_run
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
     assert "# Avg bus bandwidth" in out.stdout
     assert list(tmp_path.iterdir()) == []
 
 
-def test_a_failed_run_keeps_its_rank_logs_and_says_where(tmp_path):
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
-    out = bench("--procs", "2", "-b", "1K", "-e", "1K", "--env", "NCCL_SOCKET_IFNAME=nosuch0",
-                env=env)
+def test_a_failed_run_keeps_its_rank_logs_and_says_where(bad_interface_run):
+    tmp_path, out = bad_interface_run
     assert out.returncode == 1
     (kept,) = tmp_path.iterdir()
     assert kept.name.startswith("ncclcheck-bench-")
@@ -87,9 +120,9 @@ def test_all_reduce_on_two_cpu_ranks(tmp_path):
     assert doc["launch"]["mode"] == "local"
 
 
-@pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "broadcast", "alltoall",
-                                "sendrecv"])
+@pytest.mark.parametrize("op", ["reduce_scatter", "broadcast", "alltoall", "sendrecv"])
 def test_every_op_checks_out(op):
+    """all_reduce: test_all_reduce_on_two_cpu_ranks; all_gather: the --compare test's runs."""
     slowest = op == "broadcast"      # one op also checks -a 3 (nccl-tests: the slowest rank)
     out = bench("--op", op, "--procs", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1",
                 "--dtype", "half" if op == "reduce_scatter" else "float", "--json",
@@ -188,13 +221,12 @@ def run_on_a_terminal(argv: list[str]) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def test_progress_bar_on_a_terminal_only():
-    args = [sys.executable, "-m", "ncclcheck", "bench", "--procs", "2", "-b", "1K", "-e", "4K",
-            "-f", "2", "-n", "50", "-w", "1", "--check", "0"]
-    shown = run_on_a_terminal(args)
+def test_progress_bar_on_a_terminal_only(clean_run):
+    """The bar on a terminal; the same run into pipes (the clean run) has none."""
+    shown = run_on_a_terminal([sys.executable, "-m", "ncclcheck", "bench", *CLEAN])
     assert "3/3" in shown and "\x1b[" in shown          # rich's bar, then the table
     assert "# Avg bus bandwidth" in shown
-    piped = bench(*args[4:])
+    piped = clean_run[1]
     assert piped.returncode == 0
     assert "\x1b[" not in piped.stdout + piped.stderr and "3/3" not in piped.stdout
 
@@ -203,24 +235,33 @@ def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
     ring, tree = tmp_path / "ring.env", tmp_path / "tree.env"
     ring.write_text("NCCL_ALGO=Ring\n")
     tree.write_text("NCCL_ALGO=Tree\n")
-    out = bench("--procs", "2", "-b", "1K", "-e", "64K", "-f", "4", "-n", "5", "-w", "1",
-                "--timeout", "30", "--compare", str(ring), str(tree))
+    out = bench("--op", "all_gather", "--procs", "2", "-b", "1K", "-e", "64K", "-f", "4",
+                "-n", "5", "-w", "1", "--timeout", "30", "--compare", str(ring), str(tree),
+                "-o", str(tmp_path / "compare.json"))
     assert out.returncode == 0, out.stderr
+    # each run is all_gather's check (what test_every_op_checks_out checks of the other ops)
+    runs = json.loads((tmp_path / "compare.json").read_text())["runs"]
+    assert len(runs) == 2
+    for run in runs:
+        doc = run["bench"]
+        assert doc["op"] == "all_gather" and doc["time_basis"].startswith("mean over ranks")
+        assert [r["size_bytes"] for r in doc["rows"]] == [1024, 4096, 16384, 65536]
+        assert all(r["in_place"] is not None for r in doc["rows"])
+        assert_rows_follow_formulas(doc)
     assert "# gloo ignores NCCL_ALGO" in out.stdout
     assert "# no winner: the runs differ only in settings the backend ignores" in out.stdout
     body = out.stdout.splitlines()[1:]
     assert not any(ln.startswith("# best:") or "*" in ln for ln in body), out.stdout
 
 
-def test_an_interface_error_is_said_once_and_lists_only_ipv4_interfaces():
+def test_an_interface_error_is_said_once_and_lists_only_ipv4_interfaces(bad_interface_run):
     """Issue 27 item 13: 'have:' listed interfaces without IPv4 (where gloo cannot bind) and
     the line came again for every rank."""
     import socket
 
     from ncclcheck.bench.ifname import local_interfaces
 
-    out = bench("--procs", "2", "-b", "1K", "-e", "1K", "--timeout", "30",
-                "--env", "NCCL_SOCKET_IFNAME=nosuch0")
+    out = bad_interface_run[1]
     assert out.returncode == 1
     [line] = [ln for ln in out.stderr.splitlines() if "matches no interface" in ln]
     assert line.count("matches no interface") == 1, line
@@ -228,3 +269,19 @@ def test_an_interface_error_is_said_once_and_lists_only_ipv4_interfaces():
     have = line.split("(have: ")[1].split(")")[0].split(", ")
     assert have and all(addr for name, addr in local_interfaces() if name in have), have
     assert [n for n, a in local_interfaces() if a is None and n in have] == []
+
+
+def test_piped_bench_prints_the_first_row_before_the_last_size_runs(clean_run):
+    """The table row by row as each size finishes (ncclcheck/render/bench_stream.py), on the
+    clean run into a pipe: the last row can only come after its own ops ran, so the first row
+    must arrive at least that long before it (all at once, the gap would be ~0)."""
+    _, out, arrivals = clean_run
+    assert out.returncode == 0, out.stderr
+    rows = [(t, ln) for t, ln in arrivals if ln and not ln.startswith("#")]
+    assert len(rows) == 3
+    last_size_us = float(rows[-1][1].split()[5])                 # out-of-place time per op
+    last_size_s = (5 + 20) * last_size_us / 1e6                   # its warm-up and timed block
+    assert rows[-1][0] - rows[0][0] >= last_size_s, (rows, last_size_s)
+    head = [t for t, ln in arrivals if ln.startswith("# nThread")][0]
+    assert head <= rows[0][0]
+    assert any("no launcher detected" in ln for _, ln in arrivals)

@@ -44,6 +44,23 @@ def test_by_default_a_pair_is_measured_for_a_time_at_a_probed_size_within_the_bu
     assert given.timeout == 20
 
 
+def test_the_options_count_the_rounds_without_building_them(monkeypatch):
+    """Refusing --budget 1m for 4096 nodes built the 4095 rounds of 2048 pairs only to count
+    them (most of a minute); the count is :func:`schedule.plan_length`, the same as the plan's."""
+    assert [schedule.plan_length(n, r) for n in (2, 3, 8, 9) for r in (None, 1, 5, 99)] == \
+        [len(schedule.plan(n, r)) for n in (2, 3, 8, 9) for r in (None, 1, 5, 99)]
+
+    def built(*args, **kwargs):
+        raise AssertionError("the options built the schedule")
+
+    monkeypatch.setattr(schedule, "plan", built)
+    monkeypatch.setattr(schedule, "circle_rounds", built)
+    with pytest.raises(BadInput, match="--budget 1m: 4095 rounds"):
+        pairlaunch.pairwise_options(BenchRequest(budget="1m"), 4096)
+    assert len(pairlaunch.pairwise_options(BenchRequest(rounds=24), 4096).sizes) == \
+        24 + pairlaunch.CONFIRM_ALLOWANCE
+
+
 def test_out_of_time_pairs_are_the_first_unfinished_round_and_reported_slow(tmp_path):
     """A launch that failed on timeouts with every node alive: the pairs of its first
     unfinished round ran out of time; the document lists them as out of time, not missing."""

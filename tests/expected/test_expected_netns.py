@@ -2,8 +2,9 @@
 rate, read from the qdisc by each node's agent): a healthy 2-node run is ``normal``; with one
 node's link planted at a fifth of the rate the run is ``low`` and the limit names that node's
 link. The same for ``bench --pairwise`` is checked on the hunt's 8-node fleet
-(tests/bench/test_pairwise_netns.py::test_slow_node_is_named): the slow node's pairs are low,
-naming its link."""
+(tests/bench/test_pairwise_netns.py::
+test_the_planted_node_and_links_are_named_one_of_them_out_of_time): the slow node's pairs are
+low, naming its link."""
 
 from __future__ import annotations
 
