@@ -19,15 +19,16 @@ The document::
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, Optional, Sequence
 
 from ncclcheck.errors import BadInput
 from ncclcheck.logparse.reader import (
     InputStats,
+    Source,
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_matching
+from ncclcheck.logparse.prefilter import iter_matching, iter_matching2
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -35,7 +36,7 @@ from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.judge.derived import plural, run_checks
 from ncclcheck.judge.pasted import check_pasted
-from ncclcheck.jobdir.inputs import expand, prefetch, read_dump, scan_text
+from ncclcheck.jobdir.inputs import InlineScan, expand, prefetch, read_dump, scan_text
 from ncclcheck.jobdir.job import JobReader
 
 MAX_RANKS_LISTED = 4096
@@ -49,6 +50,19 @@ TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"i
 #: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
 KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS + tuple(PASTED_FOLLOW)
 NEXT_KEYS = {b"Last error": 1, **PASTED_FOLLOW}
+
+
+def _shared_pass(src: Source, inline: InlineScan) -> Iterator[tuple[int, bytes]]:
+    """The lines of ``src`` for the NCCL parse (what ``iter_matching`` with :data:`KEYS` and
+    :data:`NEXT_KEYS` yields), from one pass that also feeds ``inline`` the job scan's lines: one
+    read and one prefilter of each byte instead of two (issue 24)."""
+    feed = inline.feed
+    for lineno, raw, which in iter_matching2(src.stream, src.stats, KEYS, NEXT_KEYS,
+                                             inline.keys, inline.follow):
+        if which & 2:
+            feed(lineno, raw)
+        if which & 1:
+            yield lineno, raw
 
 
 class Wanted:
@@ -140,11 +154,14 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
         if dump is not None:
             inputs.append(dump)
             continue
-        scan_text(job, path)
         with open_source(path, stdin) as src:
+            inline = InlineScan.of(job, path, src.stats)
+            if inline is None:
+                scan_text(job, path)                     # a pass of its own
             feed = state.feed_bytes
             name = src.stats.name
-            for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
+            for lineno, raw in (iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS)
+                                if inline is None else _shared_pass(src, inline)):
                 feed(raw, name, lineno)
                 if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
@@ -152,6 +169,8 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
                 elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
                     pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
             pasted.close()
+            if inline is not None:
+                inline.close(src.stats)
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")

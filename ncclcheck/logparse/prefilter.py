@@ -133,8 +133,9 @@ def _gated(text: bytes, end: int, key: bytes, present: dict[bytes, bool]) -> boo
     return True
 
 
-def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
-           follow: Mapping[bytes, int]) -> tuple[dict[int, int], int]:
+def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes, int],
+           keys2: tuple[bytes, ...] = (), follow2: Mapping[bytes, int] = {}
+           ) -> tuple[dict[int, int], int, dict[int, int], int]:
     """Start → end offsets of the lines in ``buf[:end]`` that hold a key (plus the lines they
     select after them), and how many selected lines lie beyond ``end`` (in the next chunk).
 
@@ -142,7 +143,11 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
     :func:`gates` bytes occurs outside the lines already taken, or, for a key that selects lines
     after it, when the key is inside them: a key can only hold where all its bytes are, and a
     line already taken gains nothing from a second key but that key's following lines. (In a
-    training log the uppercase and rare bytes are mostly in NCCL's own lines.)"""
+    training log the uppercase and rare bytes are mostly in NCCL's own lines.)
+
+    ``keys2``: a second reader's keys (``follow2`` its following lines), their lines and pending
+    count returned apart: searched where their gates occur outside the lines ``keys[0]`` took,
+    or where the key is inside them."""
     spans: dict[int, int] = {}
     find = _finder(buf)
     present: dict[bytes, bool] = {}
@@ -166,7 +171,13 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...],
         if not _gated(outside, stop, key, present) and not (follow.get(key) and key in inside):
             continue
         pending = max(pending, _take(buf, end, key, follow.get(key, 0), find, spans))
-    return spans, pending
+    spans2: dict[int, int] = {}
+    pending2 = 0
+    for key in keys2:
+        if not _gated(outside, stop, key, present) and key not in inside:
+            continue
+        pending2 = max(pending2, _take(buf, end, key, follow2.get(key, 0), find, spans2))
+    return spans, pending, spans2, pending2
 
 
 def _has_long_line(buf: bytes, end: int, limit: int) -> bool:
@@ -237,7 +248,7 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                     pending = max(pending - 1, more, 0)
                 lineno += len(parts)
             else:
-                spans, pending = _spans(buf, end, keys, counts)
+                spans, pending, _, _ = _spans(buf, end, keys, counts)
                 prev = 0
                 for s in sorted(spans):
                     lineno += buf.count(b"\n", prev, s)
@@ -254,4 +265,95 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
         found, _ = hit(carry)
         if found or pending:
             yield lineno, carry
+    stats.lines = lineno
+
+
+def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
+                   follow: Mapping[bytes, int], keys2: tuple[bytes, ...],
+                   follow2: Mapping[bytes, int]) -> Iterator[tuple[int, bytes, int]]:
+    """:func:`iter_matching` for two readers in one pass: ``(line_number, line, which)`` for each
+    line the first one takes (``which & 1``: a line holding one of ``keys`` or following one, as
+    ``follow`` says) or the second (``which & 2``: ``keys2``, ``follow2``). One read and one
+    newline count of each byte instead of two; the second reader's keys are mostly not searched
+    at all (:func:`_spans`). ``diagnose`` reads the NCCL lines and the job scan's this way.
+
+    >>> s = InputStats("t")
+    >>> list(iter_matching2(io.BytesIO(b"a\nNCCL x\nFailures:\nwhy\nz"), s, (b"NCCL",), {},
+    ...                     (b"Failures:",), {b"Failures:": 1})), s.lines
+    ([(2, b'NCCL x', 1), (3, b'Failures:', 2), (4, b'why', 2)], 5)
+    """
+    lineno = 0
+    carry = b""
+    dropping = False
+    pending = pending2 = 0
+    limit = reader.MAX_LINE_BYTES
+
+    def hit(line: bytes) -> tuple[int, int, int]:
+        found = [k for k in keys if k in line]
+        found2 = [k for k in keys2 if k in line]
+        return (bool(found) | (bool(found2) << 1), max((follow.get(k, 0) for k in found), default=0),
+                max((follow2.get(k, 0) for k in found2), default=0))
+
+    def one(part: bytes) -> int:
+        nonlocal pending, pending2
+        found, more, more2 = hit(part)
+        which = found | (pending > 0) | ((pending2 > 0) << 1)
+        pending = max(pending - 1, more, 0)
+        pending2 = max(pending2 - 1, more2, 0)
+        return which
+
+    for k in keys + keys2:
+        _GATES.setdefault(k, gates(k))
+    for chunk in reader.read_chunks(stream, stats):
+        if dropping:                                     # the rest of an over-long line
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                continue
+            chunk = chunk[cut + 1:]
+            dropping = False
+            lineno += 1
+            which = one(carry)
+            if which:
+                yield lineno, carry, which
+            carry = b""
+        buf = carry + chunk if carry else chunk
+        end = buf.rfind(b"\n")
+        if end < 0:
+            carry = buf
+        else:
+            if pending or pending2 or _has_long_line(buf, end, limit):
+                parts = buf[:end].split(b"\n")
+                for i, part in enumerate(parts, lineno + 1):
+                    if len(part) > limit:
+                        stats.truncated_lines += 1
+                        part = part[:limit]
+                    which = one(part)
+                    if which:
+                        yield i, part, which
+                lineno += len(parts)
+            else:
+                spans, pending, spans2, pending2 = _spans(buf, end, keys, follow, keys2, follow2)
+                prev = 0
+                if spans2:
+                    for s in sorted(spans.keys() | spans2.keys()):
+                        lineno += buf.count(b"\n", prev, s)
+                        prev = s
+                        yield (lineno + 1, buf[s:spans[s] if s in spans else spans2[s]],
+                               (s in spans) | ((s in spans2) << 1))
+                else:
+                    for s in sorted(spans):
+                        lineno += buf.count(b"\n", prev, s)
+                        prev = s
+                        yield lineno + 1, buf[s:spans[s]], 1
+                lineno += buf.count(b"\n", prev, end + 1)
+            carry = buf[end + 1:]
+        if len(carry) > limit:
+            stats.truncated_lines += 1
+            carry = carry[:limit]
+            dropping = True
+    if carry or dropping:
+        lineno += 1
+        which = one(carry)
+        if which:
+            yield lineno, carry, which
     stats.lines = lineno
