@@ -19,12 +19,11 @@ The document::
 from __future__ import annotations
 
 import re
-from typing import Any, BinaryIO, Iterator, Optional, Sequence
+from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
 from ncclcheck.logparse.reader import (
     InputStats,
-    Source,
     check_readable,
     open_source,
 )
@@ -50,19 +49,6 @@ TEXT_KEYS = (b"nccl", b"Bus error", b"SIGBUS", b"Heartbeat monitor", b"mlx", b"i
 #: every key the reader's bytes-level prefilter looks for, and those whose next line is taken too.
 KEYS = (b"NCCL",) + TEXT_KEYS + OLD_KEYS + tuple(PASTED_FOLLOW)
 NEXT_KEYS = {b"Last error": 1, **PASTED_FOLLOW}
-
-
-def _shared_pass(src: Source, inline: InlineScan) -> Iterator[tuple[int, bytes]]:
-    """The lines of ``src`` for the NCCL parse (what ``iter_matching`` with :data:`KEYS` and
-    :data:`NEXT_KEYS` yields), from one pass that also feeds ``inline`` the job scan's lines: one
-    read and one prefilter of each byte instead of two (issue 24)."""
-    feed = inline.feed
-    for lineno, raw, which in iter_matching2(src.stream, src.stats, KEYS, NEXT_KEYS,
-                                             inline.keys, inline.follow):
-        if which & 2:
-            feed(lineno, raw)
-        if which & 1:
-            yield lineno, raw
 
 
 class Wanted:
@@ -160,13 +146,23 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
                 scan_text(job, path)                     # a pass of its own
             feed = state.feed_bytes
             name = src.stats.name
-            for lineno, raw in (iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS)
-                                if inline is None else _shared_pass(src, inline)):
+            tests = pasted.tests
+            # one pass for both readers (issue 24): ``which & 2`` lines go to the job scan,
+            # ``which & 1`` lines (what iter_matching with KEYS and NEXT_KEYS takes) to the parse
+            for lineno, raw, which in (
+                    ((n, r, 1) for n, r in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS))
+                    if inline is None else iter_matching2(src.stream, src.stats, KEYS, NEXT_KEYS,
+                                                          inline.keys, inline.follow)):
+                if which != 1:
+                    if which & 2:
+                        inline.feed(lineno, raw)                # type: ignore[union-attr]
+                    if not which & 1:
+                        continue
                 feed(raw, name, lineno)
                 if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
                     pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
-                elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
+                elif tests.reading:                      # NCCL lines inside an nccl-tests table
                     pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
             pasted.close()
             if inline is not None:
