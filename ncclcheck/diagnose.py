@@ -4,7 +4,10 @@ Flow: open each input (file, gzip file or ``-``) → keep only the lines holding
 :data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
 :class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
-(:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document.
+(:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document. A plain file's
+job-level lines (:class:`~ncclcheck.jobdir.inputs.InlineScan`) are taken in the same pass
+(:func:`~ncclcheck.logparse.prefilter.iter_matching2`); gzip and --log-dir files get a pass of
+their own (:func:`~ncclcheck.jobdir.inputs.scan_text`).
 
 The document::
 
