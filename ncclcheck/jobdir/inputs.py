@@ -163,42 +163,6 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
     return InputStats(name=shown(path), bytes=len(data))
 
 
-def scan_text(job: JobReader, path: str) -> None:
-    """Read the job-level lines of a text input (not ``-``: it was read once already).
-
-    A plain file is read once for every key but the ``[rankN]:`` prefix; its last
-    :data:`TAIL_BYTES` give each rank's last lines (:meth:`.TextScanner.tail`): in a torchrun
-    log nearly every line carries the prefix, and the others need no Python per line. A gzip
-    file, or a --log-dir file (whose prefixed lines map its ranks), is read once with the prefix
-    among the keys; its plain prefixed lines take :meth:`.TextScanner.plain`'s short way."""
-    if path == "-":
-        return
-    with open_source(path) as src:
-        scanner = job.scanner(src.stats.name)
-        whole = src.stats.gzip or scanner.local_rank is not None
-        queue = whole and scanner.local_rank is None     # gzip: no tail to read afterwards
-        for lineno, raw in iter_matching(src.stream, src.stats, KEYS if whole else _KEYS_BUT_PREFIX,
-                                         FOLLOW):
-            if queue and raw.startswith(b"[rank") and not _FULL_RX.search(raw) \
-                    and scanner.plain(raw, lineno):
-                continue
-            scanner.feed(raw.decode("utf-8", "replace"), lineno)
-        scanner.close()
-        stats = src.stats
-    if whole or stats.error or not stats.lines:
-        return
-    try:
-        with open(path, "rb") as f:
-            start = max(0, stats.bytes - TAIL_BYTES)
-            f.seek(start)
-            data = f.read(stats.bytes - start)
-    except OSError:
-        return
-    if start:
-        data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
-    scanner.tail(data, stats.lines, _FULL_RX)
-
-
 class InlineScan:
     """:func:`scan_text` of a plain text file (not ``-``, not gzip, not a --log-dir file) fed by
     the caller's own pass over it: ``diagnose`` reads each log once for its NCCL keys and these
@@ -241,3 +205,40 @@ class InlineScan:
         if start:
             data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
         self.scanner.tail(data, stats.lines, _FULL_RX)
+
+
+def scan_text(job: JobReader, path: str) -> None:
+    """Read the job-level lines of a text input (not ``-``: it was read once already).
+
+    A plain file is read once for every key but the ``[rankN]:`` prefix; its last
+    :data:`TAIL_BYTES` give each rank's last lines (:meth:`.TextScanner.tail`): in a torchrun
+    log nearly every line carries the prefix, and the others need no Python per line. A gzip
+    file, or a --log-dir file (whose prefixed lines map its ranks), is read once with the prefix
+    among the keys; its plain prefixed lines take :meth:`.TextScanner.plain`'s short way."""
+    if path == "-":
+        return
+    with open_source(path) as src:
+        scanner = job.scanner(src.stats.name)
+        whole = src.stats.gzip or scanner.local_rank is not None
+        queue = whole and scanner.local_rank is None     # gzip: no tail to read afterwards
+        for lineno, raw in iter_matching(src.stream, src.stats, KEYS if whole else _KEYS_BUT_PREFIX,
+                                         FOLLOW):
+            if queue and raw.startswith(b"[rank") and not _FULL_RX.search(raw) \
+                    and scanner.plain(raw, lineno):
+                continue
+            scanner.feed(raw.decode("utf-8", "replace"), lineno)
+        scanner.close()
+        stats = src.stats
+    if whole or stats.error or not stats.lines:
+        return
+    try:
+        with open(path, "rb") as f:
+            start = max(0, stats.bytes - TAIL_BYTES)
+            f.seek(start)
+            data = f.read(stats.bytes - start)
+    except OSError:
+        return
+    if start:
+        data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
+    scanner.tail(data, stats.lines, _FULL_RX)
+
