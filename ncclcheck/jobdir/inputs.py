@@ -241,4 +241,3 @@ def scan_text(job: JobReader, path: str) -> None:
     if start:
         data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
     scanner.tail(data, stats.lines, _FULL_RX)
-
