@@ -168,7 +168,7 @@ class InlineScan:
     the caller's own pass over it: ``diagnose`` reads each log once for its NCCL keys and these
     (issue 24: the job scan's second pass cost 0.8-1.2 CPU-s on a 200 MB log). The caller feeds
     every line that holds one of :attr:`keys` or follows one (:attr:`follow`), then calls
-    :meth:`close`; the result is what :func:`scan_text` leaves (tests/diagnose/test_dispatch.py).
+    :meth:`close`; the result is what :func:`scan_text` leaves (tests/diagnose/test_shared_pass.py).
     """
 
     keys = _KEYS_BUT_PREFIX
