@@ -322,7 +322,8 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     def hit(line: bytes) -> tuple[int, int, int]:
         found = [k for k in keys if k in line]
         found2 = [k for k in keys2 if k in line]
-        return (bool(found) | (bool(found2) << 1), max((follow.get(k, 0) for k in found), default=0),
+        return (bool(found) | (bool(found2) << 1),
+                max((follow.get(k, 0) for k in found), default=0),
                 max((follow2.get(k, 0) for k in found2), default=0))
 
     def one(part: bytes) -> int:
