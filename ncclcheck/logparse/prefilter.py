@@ -309,7 +309,7 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     at all (:func:`_spans`). ``diagnose`` reads the NCCL lines and the job scan's this way.
 
     >>> s = InputStats("t")
-    >>> list(iter_matching2(io.BytesIO(b"a\nNCCL x\nFailures:\nwhy\nz"), s, (b"NCCL",), {},
+    >>> list(iter_matching2(io.BytesIO(b"a\\nNCCL x\\nFailures:\\nwhy\\nz"), s, (b"NCCL",), {},
     ...                     (b"Failures:",), {b"Failures:": 1})), s.lines
     ([(2, b'NCCL x', 1), (3, b'Failures:', 2), (4, b'why', 2)], 5)
     """
