@@ -4,7 +4,10 @@ Flow: open each input (file, gzip file or ``-``) → keep only the lines holding
 :data:`KEYS`, found per 1 MiB chunk at C speed (:func:`~ncclcheck.logparse.prefilter.iter_matching`;
 :class:`Wanted` is the same filter for one line) → decode and feed them to a :class:`~ncclcheck.logparse.state.LogState`
 (per-process facts and line-level findings) → run the whole-log checks
-(:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document.
+(:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document. A plain file's
+job-level lines (:class:`~ncclcheck.jobdir.inputs.InlineScan`) are taken in the same pass
+(:func:`~ncclcheck.logparse.prefilter.iter_matching2`); gzip and --log-dir files get a pass of
+their own (:func:`~ncclcheck.jobdir.inputs.scan_text`).
 
 The document::
 
@@ -27,7 +30,7 @@ from ncclcheck.logparse.reader import (
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_matching
+from ncclcheck.logparse.prefilter import iter_matching, iter_matching2
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -35,7 +38,7 @@ from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.schema import envelope, now_utc
 from ncclcheck.judge.derived import plural, run_checks
 from ncclcheck.judge.pasted import check_pasted
-from ncclcheck.jobdir.inputs import expand, prefetch, read_dump, scan_text
+from ncclcheck.jobdir.inputs import InlineScan, expand, prefetch, read_dump, scan_text
 from ncclcheck.jobdir.job import JobReader
 
 MAX_RANKS_LISTED = 4096
@@ -140,18 +143,33 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
         if dump is not None:
             inputs.append(dump)
             continue
-        scan_text(job, path)
         with open_source(path, stdin) as src:
+            inline = InlineScan.of(job, path, src.stats)
+            if inline is None:
+                scan_text(job, path)                     # a pass of its own
             feed = state.feed_bytes
             name = src.stats.name
-            for lineno, raw in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS):
+            tests = pasted.tests
+            # one pass for both readers (issue 24): ``which & 2`` lines go to the job scan,
+            # ``which & 1`` lines (what iter_matching with KEYS and NEXT_KEYS takes) to the parse
+            for lineno, raw, which in (
+                    ((n, r, 1) for n, r in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS))
+                    if inline is None else iter_matching2(src.stream, src.stats, KEYS, NEXT_KEYS,
+                                                          inline.keys, inline.follow)):
+                if which != 1:
+                    if which & 2:
+                        inline.feed(lineno, raw)                # type: ignore[union-attr]
+                    if not which & 1:
+                        continue
                 feed(raw, name, lineno)
                 if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
                     text = raw.decode("utf-8", "replace")
                     pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
-                elif pasted.tests.reading:               # NCCL lines inside an nccl-tests table
+                elif tests.reading:                      # NCCL lines inside an nccl-tests table
                     pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
             pasted.close()
+            if inline is not None:
+                inline.close(src.stats)
             if src.stats.error and not src.stats.bytes:
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")

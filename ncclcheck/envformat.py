@@ -29,6 +29,17 @@ import shlex
 from collections.abc import Iterable
 from typing import Any
 
+#: From the "Debugging" section of NCCL's env docs (env.rst): those that pin a choice NCCL makes
+#: itself (:mod:`ncclcheck.rules.env_debug_vars_set`; ``diagnose`` reads it without the rules).
+DEBUG_VARS = frozenset({
+    "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
+    "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
+    "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_DIRECT_DISABLE", "NCCL_SHM_DISABLE",
+    "NCCL_CHECKS_DISABLE", "NCCL_CHECK_POINTERS", "NCCL_LAUNCH_MODE", "NCCL_NVB_DISABLE",
+    "NCCL_PXN_DISABLE", "NCCL_P2P_PXN_LEVEL", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
+    "NCCL_TREE_THRESHOLD", "NCCL_LL_THRESHOLD", "NCCL_SET_STACK_SIZE",
+})
+
 #: Output formats of ``ncclcheck recommend --format``.
 FORMATS = ("env", "shell", "deepspeed", "json")
 SAFE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -24,8 +24,9 @@ communicators, ProcessGroupNCCL lines); ``--stamp`` also times it with a timesta
 every line. The "NCCL lines/CPU-s" column is NCCL lines (the diagnosis' ``nccl_lines``) per CPU
 second of the diagnose process, start-up included, prefilter included. For the 1-in-N logs
 and the sparse log a second table times the same ``diagnose`` with the job-level text scan of
-:mod:`ncclcheck.jobdir` switched off (a second pass over every text input, for torchrun summaries,
-``[rankN]:`` lines and stacks): the rate of the NCCL log parse itself.
+:mod:`ncclcheck.jobdir` switched off (torchrun summaries, ``[rankN]:`` lines and stacks; read in
+the same pass as the NCCL lines for a plain file, in a pass of its own for gzip): the rate of the
+NCCL log parse itself.
 
 The sparse log is the shape of issue 13's acceptance: ``diagnose`` must run at >= 0.1x the speed
 of ``grep -c NCCL`` on it (the "x grep" column: wall clock, Python's start-up included; "per
@@ -265,9 +266,12 @@ def diag_argv(path: Path) -> list[str]:
 
 def nccl_part_argv(path: Path) -> list[str]:
     """``diagnose``'s reading of ``path`` with the job-level text scan switched off
-    (:func:`ncclcheck.jobdir.inputs.scan_text`, the second pass ``diagnose`` makes over every text
-    input for torchrun summaries, ``[rankN]:`` lines and stacks): the NCCL log part's own rate."""
+    (:func:`ncclcheck.jobdir.inputs.scan_text` and its inline form
+    :class:`~ncclcheck.jobdir.inputs.InlineScan`, fed by diagnose's own pass: torchrun summaries,
+    ``[rankN]:`` lines and stacks): the NCCL log part's own rate."""
     code = ("import sys; import ncclcheck.diagnose as d; d.scan_text = lambda job, path: None; "
+            "import ncclcheck.jobdir.inputs as i; hasattr(i, 'InlineScan') and setattr("
+            "i.InlineScan, 'of', classmethod(lambda cls, job, path, stats: None)); "
             "d.diagnose_files([sys.argv[1]])")
     return [sys.executable, "-c", code, str(path)]
 

@@ -163,6 +163,50 @@ def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
     return InputStats(name=shown(path), bytes=len(data))
 
 
+class InlineScan:
+    """:func:`scan_text` of a plain text file (not ``-``, not gzip, not a --log-dir file) fed by
+    the caller's own pass over it: ``diagnose`` reads each log once for its NCCL keys and these
+    (issue 24: the job scan's second pass cost 0.8-1.2 CPU-s on a 200 MB log). The caller feeds
+    every line that holds one of :attr:`keys` or follows one (:attr:`follow`), then calls
+    :meth:`close`; the result is what :func:`scan_text` leaves (tests/diagnose/test_shared_pass.py).
+    """
+
+    keys = _KEYS_BUT_PREFIX
+    follow = FOLLOW
+
+    def __init__(self, scanner: Any, path: str) -> None:
+        self.scanner = scanner
+        self.path = path
+
+    @classmethod
+    def of(cls, job: JobReader, path: str, stats: InputStats) -> Optional["InlineScan"]:
+        """The inline scan of ``path`` (opened, ``stats`` its reader's), or None where
+        :func:`scan_text` must read it itself."""
+        if path == "-" or stats.gzip:
+            return None
+        scanner = job.scanner(stats.name)
+        return None if scanner.local_rank is not None else cls(scanner, path)
+
+    def feed(self, lineno: int, raw: bytes) -> None:
+        self.scanner.feed(raw.decode("utf-8", "replace"), lineno)
+
+    def close(self, stats: InputStats) -> None:
+        """The end of the file (``stats`` as the pass left them): its tail's last lines."""
+        self.scanner.close()
+        if stats.error or not stats.lines:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                start = max(0, stats.bytes - TAIL_BYTES)
+                f.seek(start)
+                data = f.read(stats.bytes - start)
+        except OSError:
+            return
+        if start:
+            data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
+        self.scanner.tail(data, stats.lines, _FULL_RX)
+
+
 def scan_text(job: JobReader, path: str) -> None:
     """Read the job-level lines of a text input (not ``-``: it was read once already).
 

@@ -24,7 +24,7 @@ from collections import defaultdict
 from typing import Iterable
 
 from ncclcheck.logparse.state import LogState, Proc
-from ncclcheck.rules.env_debug_vars_set import DEBUG_VARS
+from ncclcheck.envformat import DEBUG_VARS
 from ncclcheck.judge.derived_base import (  # noqa: F401 - plural, multi_node re-exported
     _by_host,
     _raise,

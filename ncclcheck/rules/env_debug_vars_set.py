@@ -4,10 +4,11 @@ NCCL's environment documentation has a "Debugging" section whose variables "shou
 be set for production code" (env.rst): forcing them "will prevent NCCL from selecting the best
 setting automatically" and "can cause performance problems in the long term, or even break some
 functionality". This rule reports the ones from that section that pin an algorithm, protocol,
-channel count, buffer, transport or topology choice (:data:`DEBUG_VARS`); the section also
-holds fabric settings that vendors keep on purpose (Azure's ``NCCL_IB_PCI_RELAXED_ORDERING``,
-``NCCL_NET_GDR_LEVEL``, ``NCCL_NVLS_ENABLE``), which are left alone. Three undocumented
-overrides read by NCCL's source (:data:`SOURCE_ONLY`) pin the same choices and are reported too.
+channel count, buffer, transport or topology choice (:data:`~ncclcheck.envformat.DEBUG_VARS`);
+the section also holds fabric settings that vendors keep on purpose (Azure's
+``NCCL_IB_PCI_RELAXED_ORDERING``, ``NCCL_NET_GDR_LEVEL``, ``NCCL_NVLS_ENABLE``), which are left
+alone. Three undocumented overrides read by NCCL's source (:data:`SOURCE_ONLY`) pin the same
+choices and are reported too.
 Measured cost of one: NVIDIA/nccl#1987, ``NCCL_P2P_LEVEL=PXB`` on an 8x A100 SXM node ran 18%
 slower than NCCL's own choice.
 
@@ -23,18 +24,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ncclcheck.envformat import DEBUG_VARS
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 from ncclcheck.rules.vendors import vendor_owned
 
-#: From the "Debugging" section of NCCL's env docs: those that pin a choice NCCL makes itself.
-DEBUG_VARS = frozenset({
-    "NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_MIN_NRINGS",
-    "NCCL_MAX_NRINGS", "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
-    "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_P2P_DIRECT_DISABLE", "NCCL_SHM_DISABLE",
-    "NCCL_CHECKS_DISABLE", "NCCL_CHECK_POINTERS", "NCCL_LAUNCH_MODE", "NCCL_NVB_DISABLE",
-    "NCCL_PXN_DISABLE", "NCCL_P2P_PXN_LEVEL", "NCCL_P2P_NET_CHUNKSIZE", "NCCL_P2P_LL_THRESHOLD",
-    "NCCL_TREE_THRESHOLD", "NCCL_LL_THRESHOLD", "NCCL_SET_STACK_SIZE",
-})
 #: Read by NCCL's source but not in its docs: a saved graph, a graph dump, and the override of
 #: the "P2P is disabled between NVLINK connected GPUs" check (src/graph).
 SOURCE_ONLY = frozenset({"NCCL_GRAPH_FILE", "NCCL_GRAPH_DUMP_FILE", "NCCL_IGNORE_DISABLED_P2P"})

@@ -108,18 +108,31 @@ def test_diagnose_keys_give_the_same_lines_as_a_line_by_line_filter_whatever_the
 
 def test_a_key_whose_rarest_byte_is_absent_from_a_chunk_is_not_searched(monkeypatch):
     """The gate: ``CA '`` (gate byte ``'``) is not searched in a chunk without a quote; it is
-    where there is one. Counted by wrapping the search, not timed."""
+    where there is one. Counted by wrapping the search of one key in a chunk, not timed."""
     from ncclcheck.logparse import prefilter
 
     searched = []
-    real = prefilter._finder
+    real = prefilter._take
 
-    def counting(buf):
-        find = real(buf)
-        return lambda key, s, e: searched.append(key) or find(key, s, e)
-    monkeypatch.setattr(prefilter, "_finder", counting)
+    def counting(buf, end, key, *rest):
+        searched.append(key)
+        return real(buf, end, key, *rest)
+    monkeypatch.setattr(prefilter, "_take", counting)
     keys = (b"NCCL", b"CA '")
     list(iter_matching(io.BytesIO(b"step 1 loss 2\nh:1:2 [0] NCCL INFO x\n" * 50), InputStats("a"), keys))
     assert b"CA '" not in searched and b"NCCL" in searched
     got = list(iter_matching(io.BytesIO(b"it's fine\nCA 'mlx5_0'\n"), InputStats("b"), keys))
     assert b"CA '" in searched and got == [(2, b"CA 'mlx5_0'")]
+
+
+@pytest.mark.parametrize("chunk", [64, 1 << 20])
+def test_a_rare_byte_seen_often_outside_its_key_still_finds_every_line(chunk, monkeypatch):
+    """The memchr of a key's rarest byte gives up for memmem / bytes.find after
+    ``_MAX_MISSES`` bytes that are not the key's: the lines found are the same before and after."""
+    from ncclcheck.logparse import prefilter
+
+    monkeypatch.setattr(reader, "CHUNK_BYTES", chunk)
+    lines = [b"it's x 'quoted' ''" if i % 7 else b"CA 'mlx5_%d'" % i for i in range(300)]
+    data = b"\n".join(lines + [b"NCCL'", b"x CA '", b"a'b"]) + b"\n"
+    assert sum(line.count(b"'") for line in lines) > 4 * prefilter._MAX_MISSES
+    assert fast(data) == reference(data)
