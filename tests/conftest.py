@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
 import shutil
@@ -31,6 +33,39 @@ HOSTS = FIXTURES / "hosts"
 def pytest_addoption(parser):
     parser.addoption("--update-golden", action="store_true",
                      help="Rewrite golden files from the current output.")
+
+
+@contextlib.contextmanager
+def _turn(folder: Path, alone: bool):
+    """A readers-writer lock across pytest-xdist's workers, with the writer first: an ``alone``
+    test takes the turnstile, waits for the tests running beside it to end, and runs by itself;
+    other tests pass the turnstile and share the lock. flock's locks go with the process, so a
+    killed worker frees them."""
+    with open(folder / "alone.turnstile", "a+") as gate, open(folder / "alone.lock", "a+") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if alone:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under pytest-xdist (README's test command), each test's setup, call and teardown, module
+    fixtures included, run inside its turn. Without workers there is nothing to share."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    # The workers' base folders (popen-gwN) share their parent, inside pytest-of-*.
+    folder = item.config._tmp_path_factory.getbasetemp().parent
+    with _turn(folder, item.get_closest_marker("alone") is not None):
+        yield
 
 
 @pytest.fixture(autouse=True)

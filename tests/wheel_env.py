@@ -12,7 +12,8 @@ copy of the source tree (the checkout stays untouched), with pip's ordinary buil
         env.run([env.bin / "ncclcheck", "--version"], cwd=tmp_path)
 
 ``installed(..., bench=True)`` adds the ``[bench]`` extra with torch pinned as
-scripts/install-test-deps pins it (the CPU build). Environments are cached for the session.
+scripts/install-test-deps pins it (the CPU build). Environments are cached for the session,
+and pytest-xdist's workers share them (:func:`shared`).
 
 Unpacking torch's wheel (700 MB, 14,000 files) took three minutes of a loaded CI box, so when
 the Python running the tests holds the pinned torch, its files and those of what it requires (as their RECORDs list
@@ -22,7 +23,9 @@ against the pin and ncclcheck's requirements, and installs the rest as for a use
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import importlib.metadata
 import os
 import re
@@ -63,23 +66,49 @@ def run(argv: list[Any], cwd: Path, timeout: float = 120,
     return out
 
 
+@contextlib.contextmanager
+def shared(factory: Any, name: str):
+    """A folder ``name`` made once per test session: under pytest-xdist, the workers share it
+    (the first builds it while the others wait on its lock), so the wheel and each venv are
+    built once, not once per worker. Yields the folder and whether it still has to be built."""
+    base = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent                    # popen-gwN's parent: every worker's
+    folder = base / f"wheel-env-{name}"
+    with open(base / f"wheel-env-{name}.lock", "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / ".built"
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)   # a worker killed half-way left it
+            folder.mkdir()
+            yield folder, True
+            done.touch()
+        else:
+            yield folder, False
+
+
 def wheel(factory: Any) -> Path:
     """The ncclcheck wheel built from a copy of this tree (once per session)."""
     if "wheel" not in _CACHE:
-        base = factory.mktemp("wheel")
-        src = base / "src"
-        src.mkdir()
-        for name in SOURCES:
-            path = ROOT / name
-            if path.is_dir():
-                shutil.copytree(path, src / name, symlinks=True,
-                                ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-            else:
-                shutil.copy2(path, src / name)
-        run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "-q", "-w", base / "dist"],
-            cwd=base, timeout=INSTALL_TIMEOUT_S)
-        (_CACHE["wheel"],) = (base / "dist").glob("ncclcheck-*.whl")
+        with shared(factory, "wheel") as (base, build):
+            if build:
+                _build_wheel(base)
+            (_CACHE["wheel"],) = (base / "dist").glob("ncclcheck-*.whl")
     return _CACHE["wheel"]
+
+
+def _build_wheel(base: Path) -> None:
+    src = base / "src"
+    src.mkdir()
+    for name in SOURCES:
+        path = ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(path, src / name)
+    run([sys.executable, "-m", "pip", "wheel", src, "--no-deps", "-q", "-w", base / "dist"],
+        cwd=base, timeout=INSTALL_TIMEOUT_S)
 
 
 @dataclasses.dataclass
@@ -164,13 +193,14 @@ def installed(factory: Any, bench: bool) -> Venv:
     """A fresh venv holding the wheel (with ``[bench]`` and pinned torch when ``bench``)."""
     if bench not in _CACHE:
         built = wheel(factory)
-        where = factory.mktemp("venv-bench" if bench else "venv")
-        venv = Venv(where / "v")
-        run([sys.executable, "-m", "venv", venv.path], cwd=where)
-        if bench:
-            seed_torch(venv, where)
-        requirement = f"ncclcheck[bench] @ {built.as_uri()}" if bench else str(built)
-        run([venv.python, "-m", "pip", "install", "-q", requirement,
-             *([torch_pin()] if bench else [])], cwd=where, timeout=INSTALL_TIMEOUT_S)
+        with shared(factory, "venv-bench" if bench else "venv") as (where, build):
+            venv = Venv(where / "v")
+            if build:
+                run([sys.executable, "-m", "venv", venv.path], cwd=where)
+                if bench:
+                    seed_torch(venv, where)
+                requirement = f"ncclcheck[bench] @ {built.as_uri()}" if bench else str(built)
+                run([venv.python, "-m", "pip", "install", "-q", requirement,
+                     *([torch_pin()] if bench else [])], cwd=where, timeout=INSTALL_TIMEOUT_S)
         _CACHE[bench] = venv
     return _CACHE[bench]
