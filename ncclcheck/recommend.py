@@ -40,6 +40,7 @@ from ncclcheck import schema
 from ncclcheck.envformat import split_safe
 from ncclcheck.recommend_text import (  # noqa: F401  (re-exported: callers import them here)
     _wrap,
+    explainable,
     explainable_lines,
     footer_lines,
     group_findings,
@@ -339,8 +340,9 @@ def run_command(probe_paths: list[str], bench_paths: list[str], fmt: str, verify
         write_candidates(doc, candidates_dir)
     if verify:
         doc["verify"] = verify_document(doc, nccl_lib, local)
+    # issue 22: a section the user can drop; the document holds it, the env text is written from it
+    doc["explainable_hang"] = explainable(doc.get("env") or {}, nccl, dump_dir)
     text = render_output(doc, fmt)
-    if fmt in ("env", "shell"):                  # issue 22: a section the user can drop
-        text += "\n" + "\n".join(explainable_lines(fmt, doc.get("env") or {}, nccl,
-                                                  dump_dir)) + "\n"
+    if fmt in ("env", "shell"):
+        text += "\n" + "\n".join(explainable_lines(fmt, doc["explainable_hang"])) + "\n"
     return doc, text, problems(doc)

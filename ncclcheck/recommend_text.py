@@ -160,17 +160,46 @@ EXPLAINABLE = (
 RAS_SINCE = (2, 24)
 
 
-def explainable_lines(fmt: str, env: dict[str, str] | None = None,
-                      nccl: tuple[tuple[int, ...] | None, str | None] = (None, None),
-                      dump_dir: str | None = None) -> list[str]:
-    """A section a user can drop: the settings that make the next hang explainable (issue 22).
+def explainable(env: dict[str, str] | None = None,
+                nccl: tuple[tuple[int, ...] | None, str | None] = (None, None),
+                dump_dir: str | None = None) -> dict[str, Any]:
+    """The section that makes the next hang explainable (issue 22), as the recommendation
+    document's ``explainable_hang``; :func:`explainable_lines` writes the env text from it.
 
-    Each setting is written (not commented), with its reason and the version where it starts,
-    except: a variable the rules already set (``env``) keeps the rules' value; RAS is left out
-    where the oldest NCCL of the cluster (``nccl``) predates it; and the two paths are written
-    only with ``dump_dir`` (shared storage ncclcheck cannot guess), else commented.
+    Each setting has its value, the version where it starts and its reason, and a ``state``:
+    ``set``; ``set by the rules`` (a variable the rules already set keeps their value);
+    ``needs --dump-dir`` (the two paths: shared storage ncclcheck cannot guess); ``needs NCCL
+    >= 2.24`` (RAS, where the cluster's oldest NCCL, ``nccl``, predates it).
 
-    >>> lines = explainable_lines("env", {}, ((2, 21, 5), "2.21.5"), "/shared/hang")
+    >>> doc = explainable({}, ((2, 21, 5), "2.21.5"), "/shared/hang")
+    >>> [(s["variable"], s["state"]) for s in doc["settings"]][-3:]
+    [('NCCL_DEBUG', 'set'), ('NCCL_DEBUG_FILE', 'set'), ('NCCL_RAS_ENABLE', 'needs NCCL >= 2.24')]
+    """
+    env = env or {}
+    oldest, text = nccl
+    settings = []
+    for var, value, since, why in EXPLAINABLE:
+        state = "set"
+        if var in env:
+            state, value = "set by the rules", env[var]
+        elif var == "NCCL_RAS_ENABLE" and oldest is not None and oldest < RAS_SINCE:
+            state = "needs NCCL >= 2.24"
+        elif "{dir}" in value and not dump_dir:
+            state = "needs --dump-dir"
+        settings.append({"variable": var, "value": value.replace("{dir}", dump_dir or "/shared/hang"),
+                         "since": since, "reason": why, "state": state})
+    return {"dump_dir": dump_dir, "oldest_nccl": text,
+            "diagnose": f"ncclcheck diagnose {dump_dir}" if dump_dir else None,
+            "settings": settings}
+
+
+def explainable_lines(fmt: str, section: dict[str, Any]) -> list[str]:
+    """The env (or shell) text of :func:`explainable`'s section, a part a user can drop.
+
+    Each setting is written (not commented) after its reason and the version where it starts;
+    one the rules set, RAS on an older NCCL and a path without ``--dump-dir`` are comments.
+
+    >>> lines = explainable_lines("env", explainable({}, ((2, 21, 5), "2.21.5"), "/shared/hang"))
     >>> lines[0]
     '# --- make the next hang explainable (ncclcheck diagnose reads what these leave; drop this section to opt out) ---'
     >>> [ln for ln in lines if not ln.startswith("#")][3:]
@@ -181,24 +210,23 @@ def explainable_lines(fmt: str, env: dict[str, str] | None = None,
 
     out = ["# --- make the next hang explainable (ncclcheck diagnose reads what these leave; "
            "drop this section to opt out) ---"]
-    if dump_dir:
-        out.append(f"# then, after a failed job: ncclcheck diagnose {dump_dir} "
+    if section["diagnose"]:
+        out.append(f"# then, after a failed job: {section['diagnose']} "
                    "(create the folder first; neither torch nor NCCL does)")
-    env = env or {}
-    oldest, text = nccl
-    for var, value, since, why in EXPLAINABLE:
-        if var in env:
-            out.append(f"# {var}: set above by the rules ({env[var]})")
+    for s in section["settings"]:
+        var, value, state = s["variable"], s["value"], s["state"]
+        if state == "set by the rules":
+            out.append(f"# {var}: set above by the rules ({value})")
             continue
-        if var == "NCCL_RAS_ENABLE" and oldest is not None and oldest < RAS_SINCE:
-            out.append(f"# NCCL RAS: needs NCCL >= 2.24, the oldest NCCL here is {text}: not set")
+        if state == "needs NCCL >= 2.24":
+            out.append(f"# NCCL RAS: needs NCCL >= 2.24, the oldest NCCL here is "
+                       f"{section['oldest_nccl']}: not set")
             continue
-        out += ["# " + w for w in textwrap.wrap(f"{why}. From {since} on.", 96,
+        out += ["# " + w for w in textwrap.wrap(f"{s['reason']}. From {s['since']} on.", 96,
                                                  break_long_words=False, break_on_hyphens=False)]
-        hold = "{dir}" in value and not dump_dir
-        value = value.replace("{dir}", dump_dir or "/shared/hang")
         line = f"{var}={value}" if fmt == "env" else f"export {var}={shlex.quote(value)}"
-        out.append(f"# {line}   (set --dump-dir to shared storage to write it)" if hold else line)
+        out.append(f"# {line}   (set --dump-dir to shared storage to write it)"
+                   if state == "needs --dump-dir" else line)
     out.append("# --- end of the explainable-hang section ---")
     return out
 

@@ -16,6 +16,11 @@ every run compile ncclcheck again). Usage::
 
     python scripts/bench-jobdir.py                       # 64 x 2,000 and 4,096 x 2,000
     python scripts/bench-jobdir.py --cases 64x2000       # one case
+    python scripts/bench-jobdir.py --protocol 4          # Python's default protocol (framed)
+
+The dumps are written in pickle protocol 2 by default, as torch's own pickler writes them (the
+recorded dumps in tests/fixtures/device/h200/fr/ start with ``\\x80\\x02``): no frames, so a reader
+that hands the unpickler a plain file pays one ``read`` call per opcode.
 
 Targets: 64 ranks x 2,000 entries in <= 2 s; 4,096 ranks in <= 60 s and <= 1 GiB.
 """
@@ -50,7 +55,7 @@ def entry(seq: int, op: str = "all_reduce") -> dict:
                        {"name": "<module>", "filename": "/job/train.py", "line": 120}]}
 
 
-def dump(ranks: int, entries: int, odd: bool) -> bytes:
+def dump(ranks: int, entries: int, odd: bool, protocol: int = 2) -> bytes:
     es = [entry(s) for s in range(1, entries + 1)]
     if odd:
         es[-1] = entry(entries, "broadcast")
@@ -60,14 +65,15 @@ def dump(ranks: int, entries: int, odd: bool) -> bytes:
                                             "ranks": str(list(range(ranks)))}},
                          "pg_status": {"0": {"last_enqueued_collective": entries,
                                              "last_started_collective": -1,
-                                             "last_completed_collective": entries - 1}}})
+                                             "last_completed_collective": entries - 1}}},
+                        protocol=protocol)
 
 
-def make(folder: Path, ranks: int, entries: int) -> None:
-    (folder / "nccl_trace_rank_0").write_bytes(dump(ranks, entries, False))
+def make(folder: Path, ranks: int, entries: int, protocol: int = 2) -> None:
+    (folder / "nccl_trace_rank_0").write_bytes(dump(ranks, entries, False, protocol))
     for r in range(1, ranks - 1):
         os.link(folder / "nccl_trace_rank_0", folder / f"nccl_trace_rank_{r}")
-    (folder / f"nccl_trace_rank_{ranks - 1}").write_bytes(dump(ranks, entries, True))
+    (folder / f"nccl_trace_rank_{ranks - 1}").write_bytes(dump(ranks, entries, True, protocol))
 
 
 def run(folder: Path | str) -> tuple[float, float, float, dict]:
@@ -97,19 +103,22 @@ def reference(folder: Path) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="+", default=["64x2000", "4096x2000"])
+    ap.add_argument("--protocol", type=int, default=2, choices=range(2, 6),
+                    help="pickle protocol of the dumps (default 2: torch's own pickler, "
+                         "torch::jit::Pickler, writes protocol 2, with no frames)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-jobdir-") as tmp:
         (Path(tmp) / "one.log").write_text("node1:1:1 [0] NCCL INFO NCCL version 2.21.5\n")
         start = min(run(Path(tmp) / "one.log")[1] for _ in range(3))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall time suffers "
-          "on a shared machine; CPU s is the child's own)")
+          f"on a shared machine; CPU s is the child's own); pickle protocol {args.protocol}")
     print(f"{'ranks x entries':>16} {'MB read':>8} {'diagnose s':>10} {'CPU s':>6} {'cat s':>7} "
           f"{'x cat':>6} {'start CPU s':>11} {'x start':>7} {'peak RSS MiB':>12}  verdict")
     for case in args.cases:
         ranks, entries = (int(x) for x in case.split("x"))
         with tempfile.TemporaryDirectory(prefix="bench-jobdir-") as tmp:
             folder = Path(tmp)
-            make(folder, ranks, entries)
+            make(folder, ranks, entries, args.protocol)
             size = sum((folder / f"nccl_trace_rank_{r}").stat().st_size for r in range(ranks))
             ref = reference(folder)
             took, cpu, rss, doc = run(folder)

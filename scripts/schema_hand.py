@@ -156,6 +156,16 @@ RECOMMENDATION = envelope("recommendation", "ncclcheck recommendation: NCCL sett
     "errors": {"type": "array"},
     "failed": {"type": "array", "items": FAILED_NODE},
     "differences": DIFFERENCES,
+    # issue 22: the settings that make the next hang explainable (the env text's last section)
+    "explainable_hang": {"type": "object", "required": ["settings"], "properties": {
+        "dump_dir": OPT_STR, "oldest_nccl": OPT_STR, "diagnose": OPT_STR,
+        "settings": {"type": "array", "items": {
+            "type": "object", "required": ["variable", "value", "since", "reason", "state"],
+            "properties": {
+                "variable": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$"}, "value": STR,
+                "since": STR, "reason": STR,
+                "state": {"enum": ["set", "set by the rules", "needs --dump-dir",
+                                   "needs NCCL >= 2.24"]}}}}}},
 })
 
 HAND = {"facts": FACTS, "cluster": CLUSTER, "bench": BENCH, "diagnosis": DIAGNOSIS,

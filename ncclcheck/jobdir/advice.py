@@ -33,7 +33,7 @@ def _exit_text(c: dict[str, Any]) -> str:
     meaning = _EXIT_MEANING.get(code) if code is not None else None
     if code is not None:
         return f"exit code {code}" + (f", {meaning}" if meaning else (f", {sig}" if sig else ""))
-    return sig or "no exit status seen"
+    return sig or e.get("reason") or "no exit status seen"
 
 
 def _stack(reader: Any, c: dict[str, Any], seq: int) -> list[str]:

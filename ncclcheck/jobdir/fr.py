@@ -29,15 +29,14 @@ import ast
 import contextlib
 import functools
 import gc
-import itertools
 import json
-import operator
 import os
 import re
 from array import array
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from ncclcheck.jobdir.frcolumns import fill, one_run, pg_name, rows_by_seq
 from ncclcheck.jobdir.unpickle import safe_loads
 
 _RANK_SUFFIX = re.compile(r"(\d+)(?:\.(?:json|pkl|pickle|bin))?$")
@@ -206,167 +205,42 @@ def _frames(raw: Any) -> tuple[str, ...]:
     return tuple(out[:MAX_FRAMES])
 
 
-def _pg_name(entry: dict[str, Any]) -> tuple[str, str]:
-    pg = entry.get("process_group")
-    if isinstance(pg, (list, tuple)) and len(pg) >= 2:
-        return str(pg[0]), str(pg[1])
-    return str(entry.get("pg_id", "?")), ""
-
-
-def _ms(entry: dict[str, Any]) -> float:
-    start, end = entry.get("time_discovered_started_ns"), entry.get("time_discovered_completed_ns")
-    if isinstance(start, int) and isinstance(end, int) and start > 0 and end >= start:
-        return (end - start) / 1e6
-    return -1.0
-
-
-_ROW = operator.itemgetter("collective_seq_id", "is_p2p", "process_group", "state", "record_id")
-_SEQ = operator.itemgetter("collective_seq_id")
-_P2P = operator.itemgetter("is_p2p")
-_PG = operator.itemgetter("process_group")
-_STATE = operator.itemgetter("state")
-_RECORD = operator.itemgetter("record_id")
-_SIG = operator.itemgetter("profiling_name", "input_sizes", "input_dtypes", "output_sizes")
-_BEGUN = ("started", "completed")
-
-
-def _sig_of(entry: dict[str, Any]) -> tuple[str, str, str, str]:
-    return (str(entry.get("profiling_name", "?")).partition(":")[2] or "?",
-            repr(entry.get("input_sizes")), repr(entry.get("input_dtypes")),
-            repr(entry.get("output_sizes")))
-
-
-def _rows(entries: list[Any]) -> dict[Any, dict[int, int]]:
-    """Per group name, sequence id -> index of its first entry (collectives only).
-
-    The usual dump (one group, collectives in order, no p2p) is recognised at C speed
-    (``itemgetter`` over every entry); a dump with other groups or p2p entries takes one Python
-    pass; an entry short of a key, or not a dict, sends the whole dump through the tolerant
-    per-entry reading."""
-    rows: dict[Any, dict[int, int]] = {}
-    try:
-        seqs = list(map(_SEQ, entries))
-        groups = list(map(_PG, entries))
-        if seqs and not any(map(_P2P, entries)) and type(seqs[0]) is int and seqs[0] > 0 \
-                and seqs == list(range(seqs[0], seqs[0] + len(seqs))) \
-                and type(groups[0]) in (tuple, list) and groups.count(groups[0]) == len(groups):
-            return {groups[0][0]: dict(zip(seqs, range(len(seqs))))}
-        for i, (seq, p2p, pgt, _, _) in enumerate(map(_ROW, entries)):
-            if p2p or type(seq) is not int or seq <= 0:
-                continue
-            if type(pgt) is not tuple and type(pgt) is not list:
-                raise TypeError("process_group")
-            pg = pgt[0]
-            by_seq = rows.get(pg)
-            if by_seq is None:
-                by_seq = rows[pg] = {}
-            if seq not in by_seq:
-                by_seq[seq] = i
-        return rows
-    except (KeyError, TypeError, IndexError):
-        rows = {}
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict) or entry.get("is_p2p"):
-            continue
-        seq = entry.get("collective_seq_id")
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq <= 0:
-            continue
-        rows.setdefault(_pg_name(entry)[0], {}).setdefault(seq, i)
-    return rows
-
-
-def _sig_ids(picked: list[dict[str, Any]], sigs: Intern) -> list[int]:
-    """The interned signature of each entry. Neighbours mostly repeat one signature: runs of
-    equal fields are found in C (``map(operator.ne, ...)``), and each run costs one key (its
-    fields' ``repr``), interned once per job."""
-    if not picked:
-        return []
-    try:
-        fields: list[Any] = list(map(_SIG, picked))
-    except (KeyError, TypeError):
-        fields = [_sig_of(e) for e in picked]
-    keyed = sigs.keyed
-    starts = [0, *itertools.compress(range(1, len(fields)),
-                                     map(operator.ne, fields[1:], fields[:-1])), len(fields)]
-    out: list[int] = []
-    for lo, hi in zip(starts, starts[1:]):
-        key = repr(fields[lo])
-        got = keyed.get(key)
-        if got is None:
-            got = keyed[key] = sigs(_sig_of(picked[lo]))
-        out += [got] * (hi - lo)
-    return out
-
-
-def _fill(pg: PgTrace, picked: list[Optional[dict[str, Any]]], sigs: Intern,
-          reliable: bool) -> None:
-    """The per-sequence arrays of ``pg`` from its entries (None: a gap in the window)."""
-    n = len(picked)
-    present = [e for e in picked if e is not None]
-    ids = _sig_ids(present, sigs)
-    if len(present) == n:                  # no gap: whole columns at C speed
-        try:
-            states = list(map(_STATE, present))
-            pg.record = array("i", map(_RECORD, present))
-            pg.sig = array("i", ids)
-            pg.done = bytearray(map(operator.eq, states, itertools.repeat("completed")))
-            pg.began = bytearray(map(operator.contains, itertools.repeat(_BEGUN), states))
-            pg.stack = array("i", [-1]) * n
-            pg.wait_ms = array("d", [_ms(e) for e in present] if reliable else [-1.0] * n)
-            return
-        except (KeyError, TypeError, OverflowError):
-            pass
-    sig = [-1] * n
-    record = [-1] * n
-    done = bytearray(b"\x01" * n)          # a gap: nothing to judge, count it as done
-    began = bytearray(b"\x01" * n)
-    wait = [-1.0] * n
-    k = 0
-    for i, e in enumerate(picked):
-        if e is None:
-            continue
-        sig[i] = ids[k]
-        k += 1
-        state = e.get("state")
-        done[i] = state == "completed"
-        began[i] = state == "started" or state == "completed"
-        rec = e.get("record_id", -1)
-        record[i] = rec if type(rec) is int and -2**31 <= rec < 2**31 else -1
-        if reliable:
-            wait[i] = _ms(e)
-    pg.sig, pg.record, pg.done, pg.began = array("i", sig), array("i", record), done, began
-    pg.stack, pg.wait_ms = array("i", [-1]) * n, array("d", wait)
-
-
 def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> RankTrace:
     """Compact a dump (:func:`load_bytes`) into a :class:`RankTrace`; p2p entries are skipped.
 
-    Each dump is walked once (:func:`_rows`), and whole columns are taken at C speed where the
-    window has no gap (:func:`_fill`)."""
+    The usual dump (:func:`one_run`) is taken whole; others are walked once (:func:`rows_by_seq`).
+    Whole columns are taken at C speed where the window has no gap (:func:`fill`)."""
     config = doc.get("pg_config") if isinstance(doc.get("pg_config"), dict) else {}
     entries = doc["entries"]
-    pgs: dict[str, PgTrace] = {}
-    rows = _rows(entries)
+    groups: list[tuple[Any, int, list[Any]]] = []      # (name, first seq, entries by seq)
+    whole = one_run(entries)
+    if whole is not None:
+        groups.append((whole[0], whole[1], entries))
+    else:
+        for name, by_seq in rows_by_seq(entries).items():
+            first = min(by_seq)
+            n = max(by_seq) - first + 1
+            if len(by_seq) == n and list(by_seq) == list(range(first, first + n)):
+                picked: list[Any] = list(map(entries.__getitem__, by_seq.values()))
+            else:
+                picked = [entries[by_seq[s]] if s in by_seq else None
+                          for s in range(first, first + n)]
+            groups.append((name, first, picked))
     backend = ""
-    for by_seq in rows.values():
-        backend = str(entries[next(iter(by_seq.values()))].get("profiling_name", "")
-                      ).partition(":")[0]
+    for _, _, picked in groups:
+        head = next(e for e in picked if e is not None)
+        backend = str(head.get("profiling_name", "")).partition(":")[0]
         break
     reliable = backend == "nccl"
-    for name, by_seq in rows.items():
-        desc = _pg_name(entries[next(iter(by_seq.values()))])[1]
+    pgs: dict[str, PgTrace] = {}
+    for name, first, picked in groups:
+        desc = pg_name(next(e for e in picked if e is not None))[1]
         # gloo writes pg_config under an empty name (torch 2.13): one config fits the one group
         cfg = config.get(name) or (next(iter(config.values())) if len(config) == 1 else {})
         pg = PgTrace(str(name), desc,
                      _members(cfg.get("ranks")) if isinstance(cfg, dict) else None)
-        pg.first = min(by_seq)
-        n = max(by_seq) - pg.first + 1
-        if len(by_seq) == n and list(by_seq) == list(range(pg.first, pg.first + n)):
-            picked: list[Any] = list(map(entries.__getitem__, by_seq.values()))
-        else:
-            picked = [entries[by_seq[s]] if s in by_seq else None
-                      for s in range(pg.first, pg.first + n)]
-        _fill(pg, picked, sigs, reliable)
+        pg.first = first
+        fill(pg, picked, sigs, reliable)
         pgs[str(name)] = pg
     return RankTrace(path, rank_from_name(path), str(doc.get("version")), backend, pgs,
                      len(entries), reliable)
@@ -384,7 +258,7 @@ def frames_at(path: str, pg: str, seq: int) -> tuple[str, ...]:
         found: tuple[str, ...] = ()
         for e in doc["entries"]:
             if isinstance(e, dict) and not e.get("is_p2p") \
-                    and e.get("collective_seq_id") == seq and _pg_name(e)[0] == pg:
+                    and e.get("collective_seq_id") == seq and pg_name(e)[0] == pg:
                 found = _frames(e.get("frames"))
                 break
         del doc

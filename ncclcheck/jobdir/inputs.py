@@ -21,6 +21,7 @@ from typing import Any, Optional
 from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.job import JobReader, sniff
 from ncclcheck.jobdir.ras import KEYS as RAS_KEYS
+from ncclcheck.jobdir.text import LABEL_B
 from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES, UnsafePickle
 from ncclcheck.logparse.prefilter import iter_matching
 from ncclcheck.logparse.reader import InputStats, open_source, shown
@@ -31,6 +32,7 @@ MAX_FILES = 200_000
 KEYS = (b"time      :", b"host      :", b"rank      :", b"exitcode  :", b"traceback :",
         b"Root Cause", b"Failures:", b"[rank", b"srun: error", b"Timed out waiting",
         b"Watchdog caught", b"most recent call first", b"Connection closed", b"=====",
+        b"Connection reset by peer",
         b"Fatal Python error") + RAS_KEYS
 FOLLOW = {b"most recent call first": 12}
 #: what sends a ``[rankN]:`` line to the full scanner: every key but the prefix, and the looser
@@ -218,7 +220,7 @@ def scan_text(job: JobReader, path: str) -> None:
     if path == "-":
         return
     with open_source(path) as src:
-        scanner = job.scanner(src.stats.name)
+        scanner = job.scanner(src.stats.name, labelled(src.stream))
         whole = src.stats.gzip or scanner.local_rank is not None
         queue = whole and scanner.local_rank is None     # gzip: no tail to read afterwards
         for lineno, raw in iter_matching(src.stream, src.stats, KEYS if whole else _KEYS_BUT_PREFIX,
@@ -227,17 +229,30 @@ def scan_text(job: JobReader, path: str) -> None:
                     and scanner.plain(raw, lineno):
                 continue
             scanner.feed(raw.decode("utf-8", "replace"), lineno)
-        scanner.close()
         stats = src.stats
-    if whole or stats.error or not stats.lines:
-        return
+    if not (whole or stats.error or not stats.lines):
+        _tail(scanner, path, stats.bytes, stats.lines)
+    scanner.close()
+
+
+def _tail(scanner: Any, path: str, size: int, lines: int) -> None:
     try:
         with open(path, "rb") as f:
-            start = max(0, stats.bytes - TAIL_BYTES)
+            start = max(0, size - TAIL_BYTES)
             f.seek(start)
-            data = f.read(stats.bytes - start)
+            data = f.read(size - start)
     except OSError:
         return
     if start:
         data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
-    scanner.tail(data, stats.lines, _FULL_RX)
+    scanner.tail(data, lines, _FULL_RX)
+
+
+def labelled(stream: Any) -> bool:
+    """Is the text srun's ``--label`` output (most of its first lines start ``N: ``)?"""
+    try:
+        head = stream.peek(1 << 16)[:1 << 16]
+    except (AttributeError, OSError, ValueError):
+        return False
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip()][:200]
+    return len(lines) >= 2 and 2 * sum(1 for ln in lines if LABEL_B.match(ln)) >= len(lines)

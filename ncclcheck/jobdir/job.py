@@ -8,6 +8,7 @@ pickle or JSON dump, else text) and :meth:`JobReader.result` returns ``culprits`
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Optional
 
 from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, load_bytes, no_gc, parse_dump
@@ -61,9 +62,9 @@ class JobReader:
         trace.source = source or path
         self.dumps.append(trace)
 
-    def scanner(self, name: str) -> TextScanner:
-        """A line scanner for one text input."""
-        return TextScanner(self.text, name)
+    def scanner(self, name: str, labelled: bool = False) -> TextScanner:
+        """A line scanner for one text input (``labelled``: srun --label'd lines)."""
+        return TextScanner(self.text, name, labelled)
 
     def found_anything(self) -> bool:
         """Did any input hold a dump or a job-level line?"""
@@ -74,6 +75,7 @@ class JobReader:
     def result(self, nccl_ranks: list[dict[str, Any]]) -> dict[str, Any]:
         """The document parts; ``nccl_ranks`` is the diagnosis' ``ranks`` (host, pid, GPU)."""
         self.text.resolve()
+        place(self.text, nccl_ranks)
         world = sorted(self.text.ranks) if self.text.torchrun_summary else None
         v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
             judge_text(self.text, {n["rank"] for n in nccl_ranks if isinstance(n.get("rank"), int)})
@@ -100,6 +102,26 @@ def _completed(pg: Any) -> int:
     return pg.first - 1 + (len(pg.done) if gap < 0 else gap)
 
 
+def place(text: JobText, nccl_ranks: list[dict[str, Any]]) -> None:
+    """Fill ``text.addresses``: each rank's addresses as the artifacts tell them (NCCL's
+    bootstrap, OOB and socket interfaces; a host that the launcher gives as an address)."""
+    for n in nccl_ranks:
+        r = n.get("rank")
+        if not isinstance(r, int):
+            continue
+        for i in (*(n.get("bootstrap") or ()), n.get("oob"), *(n.get("socket_interfaces") or ())):
+            if isinstance(i, dict) and i.get("address"):
+                text.addresses.setdefault(str(i["address"]), set()).add(r)
+    hosts = {r: t.host for r, t in text.ranks.items() if t.host}
+    hosts.update((r, t[0]) for r, t in text.srun_tasks.items() if r not in hosts)
+    for r, host in hosts.items():
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            continue
+        text.addresses.setdefault(host, set()).add(r)
+
+
 def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) -> None:
     """Fill a culprit's host, local rank, pid and GPU from any artifact that tells them."""
     r = c["rank"]
@@ -120,6 +142,8 @@ def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) ->
             if rr == r:
                 host, pid, gpu = host or node, pid or p, gpu if gpu is not None else g
     c.pop("ras", None)
+    if host is None and c.get("address"):        # known only by the address its peers saw
+        host = c["address"]
     c.update(host=host, local_rank=local, pid=pid, gpu=gpu)
     if t is not None:
         if t.exit_evidence and t.exit_evidence not in c["evidence"]:

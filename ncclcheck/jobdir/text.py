@@ -13,7 +13,9 @@ Lines are recognised by what they say, in any file and any mix:
         error_file: <N/A>
         traceback : Signal 9 (SIGKILL) received by PID 12920
 
-- Slurm's ``srun: error: node1: task 3: Killed`` (and ``Exited with exit code 3``);
+- Slurm's ``srun: error: node1: task 3: Killed`` (and ``Exited with exit code 3``); srun(1)
+  ``--label`` ("prepend task number to lines of stdout/err": ``3: ...``): the task is the rank,
+  unless a ``[rankN]:`` under another task's label shows srun started torchrun per node;
 - torch's ``[rank3]:`` prefix on a rank's output, gloo's ``Timed out waiting 3000ms for recv``
   and ``Connection closed by peer [198.18.0.2]:4231``, the NCCL watchdog's ``Watchdog caught
   collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=8, ...)``;
@@ -52,8 +54,12 @@ _STACK_HEAD = re.compile(r"(?:Stack|Current thread 0x[0-9a-f]+|Thread 0x[0-9a-f]
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+),? in (\S+)')
 _LOGDIR = re.compile(r"attempt_\d+/(\d+)/(?:stdout|stderr)\.log$")
 _TEE = re.compile(r"^\[([A-Za-z_][\w.-]*?)(\d+)\]:")
+LABEL = re.compile(r"^ *(\d{1,7}): ")
+LABEL_B = re.compile(rb"^ *(\d{1,7}): ")
 _GLOO_TIMEOUT = "Timed out waiting"
-_CLOSED = re.compile(r"Connection closed by peer \[([^\]]+)\]")
+#: gloo's transport/tcp/pair.cc when a peer's socket ends: closed, or reset ("Read error ...")
+_CLOSED = re.compile(r"Connection closed by peer \[([^\]]+)\]"
+                     r"|Read error \[([^\]]+)\]:\d+: Connection reset by peer")
 SIGNALS = {"SIGKILL": 9, "SIGSEGV": 11, "SIGTERM": 15, "SIGABRT": 6, "SIGBUS": 7}
 _SRUN_SIGNAL = {"Killed": 9, "Segmentation fault": 11, "Terminated": 15, "Aborted": 6,
                 "Bus error": 7}
@@ -85,6 +91,9 @@ class JobText:
     srun_tasks: dict[int, tuple[str, str, Optional[int], Optional[str], str]] = \
         field(default_factory=dict)   #: task -> (host, reason, exitcode, signal, evidence)
     closed_peers: dict[str, str] = field(default_factory=dict)  #: address -> evidence
+    #: address -> the ranks the artifacts place there (NCCL's bootstrap/socket lines, a host
+    #: given as an address): filled by the job reader before the verdict
+    addresses: dict[str, set[int]] = field(default_factory=dict)
     torchrun_summary: bool = False
     ras: RasScanner = field(default_factory=RasScanner)
     #: lines known by local rank only, per (file, local rank), until :meth:`resolve`
@@ -104,11 +113,20 @@ class JobText:
             return
         t = self.rank(r)
         t.local_rank = key[1] if t.local_rank is None else t.local_rank
+        self.adopt(p, r)
+
+    def adopt(self, p: RankText, r: int) -> None:
+        """Hand what was said of a rank under another name (a local rank, an srun task) to
+        global rank ``r``; last lines of one file keep their order."""
+        t = self.rank(r)
         if p.stack and not t.stack:
             t.stack, t.stack_evidence = p.stack, p.stack_evidence
         t.timed_out = t.timed_out or p.timed_out
         t.watchdog = t.watchdog or p.watchdog
-        t.last.extend(p.last)
+        both = sorted((*t.last, *p.last), key=lambda x: (x[0].rpartition(":")[0],
+                                                           int(x[0].rpartition(":")[2] or 0)))
+        t.last.clear()
+        t.last.extend(both)
 
     def resolve(self) -> None:
         """Give each local rank's lines to the one global rank of that local rank (torchrun's
@@ -129,9 +147,12 @@ class JobText:
 class TextScanner:
     """Feed one file's lines (``feed``), then ``close``; results land in a shared :class:`JobText`."""
 
-    def __init__(self, job: JobText, name: str) -> None:
+    def __init__(self, job: JobText, name: str, labelled: bool = False) -> None:
         self.job = job
         self.name = name
+        #: srun --label'd: per task, what lines with no [rankN]: said (given at close)
+        self.tasks: Optional[dict[int, RankText]] = {} if labelled else None
+        self.tasks_are_ranks = True
         m = _LOGDIR.search(name.replace("\\", "/"))
         self.local_rank = int(m.group(1)) if m else None
         self.file_rank: Optional[int] = None
@@ -162,7 +183,11 @@ class TextScanner:
         """One line (decoded, without its newline)."""
         self.flush()
         at = f"{self.name}:{lineno}"
-        rank = None
+        rank = task = None
+        if self.tasks is not None:
+            lab = LABEL.match(line)
+            if lab:
+                task, line = int(lab.group(1)), line[lab.end():]
         local = self.local_rank
         tee = _TEE.match(line)
         if tee and tee.group(1) != "rank":       # torchrun --tee: [<role><local rank>]:
@@ -180,6 +205,11 @@ class TextScanner:
             rank = self.file_rank
         who = self.job.rank(rank) if rank is not None else (
             self.job.local(self.name, local) if local is not None else None)
+        if task is not None:
+            if rank is not None and rank != task:
+                self.tasks_are_ranks = False
+            elif who is None and self.tasks is not None:
+                who = self.tasks.get(task) or self.tasks.setdefault(task, RankText())
         self._frames(line, who, at)
         if "Root Cause (first observed failure)" in line:
             self._flush_block()
@@ -203,7 +233,7 @@ class TextScanner:
             self.job.ras.feed(line, at)
         c = _CLOSED.search(line)
         if c:
-            self.job.closed_peers.setdefault(c.group(1), at)
+            self.job.closed_peers.setdefault(c.group(1) or c.group(2), at)
 
     def plain(self, raw: bytes, lineno: int) -> bool:
         """A ``[rankN]:`` line that holds none of the other keys: it can only be one of its
@@ -212,7 +242,8 @@ class TextScanner:
         done) where ``feed`` must read it: a stack or a summary block is open, the file is a
         --log-dir file (its ranks are being mapped), or the text after the prefix starts with
         ``[`` (a summary's ``[0]:``)."""
-        if self._stack is not None or self._block or self.local_rank is not None:
+        if self._stack is not None or self._block or self.local_rank is not None \
+                or self.tasks is not None:
             return False
         end = raw.find(b"]:", 5, 32)
         if end < 6:
@@ -254,17 +285,35 @@ class TextScanner:
             lines.pop()
         first = last_lineno - len(lines) + 1
         found: dict[int, list[tuple[int, str]]] = {}
+        tasks: dict[int, list[tuple[str, str]]] = {}
         for k in range(len(lines) - 1, -1, -1):
             raw = lines[k]
+            task = None
+            if self.tasks is not None:
+                lab = LABEL_B.match(raw)
+                if lab:
+                    task, raw = int(lab.group(1)), raw[lab.end():]
             if not raw.startswith(b"[rank"):
+                if task is not None and raw.strip() and not full.search(raw):
+                    told = tasks.setdefault(task, [])
+                    if len(told) < LAST_LINES:
+                        told.append((f"{self.name}:{first + k}",
+                                     raw.decode("utf-8", "replace").rstrip()[:300]))
                 continue
             end = raw.find(b"]:", 5, 32)
             if end < 6 or not raw[5:end].isdigit() or full.search(raw):
                 continue
+            if task is not None and int(raw[5:end]) != task:
+                self.tasks_are_ranks = False
             text = raw[end + 2:].decode("utf-8", "replace").rstrip()
             got = found.setdefault(int(raw[5:end]), [])
             if text.strip() and not text.lstrip().startswith("[") and len(got) < LAST_LINES:
                 got.append((first + k, text[:300]))
+        for task, told in tasks.items() if self.tasks is not None else ():
+            last = self.tasks.setdefault(task, RankText()).last
+            both = sorted({*last, *told}, key=lambda x: int(x[0].rpartition(":")[2]))
+            last.clear()
+            last.extend(both)
         mine = f"{self.name}:"
         for r, got in found.items():
             last = self.job.rank(r).last
@@ -347,3 +396,5 @@ class TextScanner:
         self._flush_block()
         if self.file_rank is not None and self.local_rank is not None:
             self.job.merge((self.name, self.local_rank), self.file_rank)
+        for task, said in (self.tasks or {}).items() if self.tasks_are_ranks else ():
+            self.job.adopt(said, task)

@@ -53,6 +53,19 @@ def _victim_exit(info: Optional[dict[str, Any]]) -> bool:
     return bool(info) and (info["signal"] in VICTIM_SIGNALS or info["exitcode"] in (-15, 143))
 
 
+def closed_by(quiet: list[int], text: JobText) -> dict[int, tuple[str, str]]:
+    """Rank -> (address, evidence) for the ranks in ``quiet`` (no dump, no exit seen) whose
+    peers saw their connection close (gloo's "Connection closed by peer [addr]:port"): the ones
+    the artifacts place at that address; where nothing places it, the one quiet rank."""
+    out: dict[int, tuple[str, str]] = {}
+    for addr, at in text.closed_peers.items():
+        placed = text.addresses.get(addr)
+        for r in quiet if placed is not None else quiet[:1] if len(quiet) == 1 else ():
+            if placed is None or r in placed:
+                out.setdefault(r, (addr, at))
+    return out
+
+
 def _diff(a: tuple, b: tuple) -> str:
     names = ("op", "sizes", "dtypes", "output sizes")
     return ", ".join(f"{n} {x} vs {y}" for n, x, y in zip(names, a, b) if x != y)
@@ -127,6 +140,8 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
     if reliable:
         desync["started"] = sorted(r for r in entered if traces[r].started(seq))
     anyone_done = bool(desync["completed"])
+    closed = closed_by([r for r in members if r not in traces and _exit_info(r, text) is None],
+                       text)
     culprits: list[dict[str, Any]] = []
     for r in sorted(set(members) | set(traces)):
         pg = traces.get(r)
@@ -136,6 +151,12 @@ def judge_pg(name: str, traces: dict[int, PgTrace], members: list[int], sigs: In
         if pg is None:
             if info and not _victim_exit(info):
                 c.update(kind="dead", exit=info, evidence=[info["evidence"]])
+            elif r in closed:
+                addr, at = closed[r]
+                c.update(kind="dead", address=addr, evidence=[at],
+                         exit={"exitcode": None, "signal": None, "evidence": at,
+                               "reason": f"its peers saw its connection close ({addr})"},
+                         detail=f"no dump, and its peers saw its connection ({addr}) close")
             else:
                 c.update(kind="missing", detail="no dump and no exit seen from this rank")
                 if info:

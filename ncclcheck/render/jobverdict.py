@@ -20,7 +20,7 @@ def culprits_table(culprits: list[dict[str, Any]]) -> Table:
         table.add_column(col, overflow="fold")
     for c in culprits[:MAX_CULPRITS]:
         why = c.get("detail") or ""
-        if c.get("exit"):
+        if c.get("exit") and (c["exit"].get("exitcode") is not None or c["exit"].get("signal")):
             e = c["exit"]
             why = f"exit code {e.get('exitcode')}" + (f" ({e['signal']})" if e.get("signal") else "")
         table.add_row(str(c["rank"]), Text(c["kind"], style=KIND_STYLE.get(c["kind"], "")),

@@ -32,20 +32,31 @@ def in_tmp(tmp_path):
     return {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
 
 
-def test_ranks_under_torchrun_keep_torchs_warnings_in_their_logs(tmp_path):
-    """What torchrun's ranks (ncclcheck bench itself) would print of torch's goes to the rank
-    log, removed after a clean run; torchrun's own process still says what it says."""
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory):
+    """One torchrun job of 2 ranks on this node, shared by the tests below: bench prints its
+    table to stdout and writes its document with ``-o`` (the same document ``--json`` prints)."""
+    tmp_path = tmp_path_factory.mktemp("torchrun")
+    port = free_port()
     out = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-         "-m", "ncclcheck", "bench", "--op", "all_gather", "-b", "1K", "-e", "1K", "-n", "2",
-         "-w", "1", "--timeout", "30"],
+         "--master-addr", "127.0.0.1", "--master-port", str(port),
+         "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1",
+         "--timeout", "30", "-o", str(tmp_path / "bench.json"),
+         "--nccl-log-dir", str(tmp_path / "logs")],
         capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
+    return tmp_path, port, out
+
+
+def test_ranks_under_torchrun_keep_torchs_warnings_in_their_logs(one_node):
+    """What torchrun's ranks (ncclcheck bench itself) would print of torch's goes to the rank
+    log, removed after a clean run; torchrun's own process still says what it says."""
+    tmp_path, _, out = one_node
     assert out.returncode == 0, out.stderr[-2000:]
     assert "# Avg bus bandwidth" in out.stdout
     # the table names the launcher (it said "(ncclcheck)" before), and only rank 0 prints it
     assert "# backend gloo, 2 ranks on 1 node (launched by torchrun)\n" in out.stdout
-    assert out.stdout.count("# ncclcheck bench: all_gather float\n") == 1
+    assert out.stdout.count("# ncclcheck bench: all_reduce float\n") == 1
     for noise in ("FutureWarning", "deprecated", "[c10d]", "[W"):
         assert noise not in out.stderr
     assert out.stderr.count("Failed to initialize NumPy") <= 1     # torchrun's, without numpy
@@ -53,16 +64,10 @@ def test_ranks_under_torchrun_keep_torchs_warnings_in_their_logs(tmp_path):
     assert left == []
 
 
-def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
-    port = free_port()
-    out = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-addr", "127.0.0.1", "--master-port", str(port),
-         "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1",
-         "--timeout", "30", "--json", "--nccl-log-dir", str(tmp_path / "logs")],
-        capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
+def test_bench_under_torchrun_reports_once_from_rank_0(one_node):
+    tmp_path, port, out = one_node
     assert out.returncode == 0, out.stderr[-2000:]
-    doc = json.loads(out.stdout)            # one document: rank 1 printed nothing
+    doc = json.loads((tmp_path / "bench.json").read_text())   # written once: by rank 0
     assert doc["launch"] == {"mode": "torchrun", "master_addr": "127.0.0.1", "master_port": port}
     assert (doc["world_size"], doc["backend"], doc["wrong_total"]) == (2, "gloo", 0)
     assert [r["size_bytes"] for r in doc["rows"]] == [1024, 4096, 16384]
@@ -72,6 +77,10 @@ def test_bench_under_torchrun_reports_once_from_rank_0(tmp_path):
         cell = row["out_of_place"]
         assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
     assert doc["env"]["NCCL_DEBUG_FILE"] == f"{tmp_path / 'logs'}/nccl.%h.%p"
+    # the table on stdout is rank 0's alone: one header, one row per size
+    assert out.stdout.count("# ncclcheck bench:") == 1
+    assert sum(1 for ln in out.stdout.splitlines() if ln.split()[:1] in (["1024"], ["4096"],
+                                                                          ["16384"])) == 3
 
 
 @pytest.mark.netns

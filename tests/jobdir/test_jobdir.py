@@ -248,6 +248,40 @@ def test_recommend_without_a_dump_dir_leaves_only_the_paths_commented():
     assert any(ln.startswith("# NCCL_DEBUG_FILE=") and "--dump-dir" in ln for ln in section)
 
 
+@pytest.mark.parametrize("dump_dir", [None, "/shared/hang"])
+def test_recommends_json_holds_the_section_its_env_text_is_written_from(tmp_path, dump_dir):
+    from ncclcheck import schema
+
+    # recorded facts: NCCL 2.21.5 (RAS left out) and a rule-set variable would keep its value
+    facts = next(d for d in json.loads((FIXTURES / "facts" / "nccl-ras-diagnostics.pass.json")
+                                       .read_text()) if d["hostname"] == "h100-ib-8gpu")
+    (tmp_path / "facts.json").write_text(json.dumps(facts))
+    args = ["--probe", str(tmp_path / "facts.json")] + (["--dump-dir", dump_dir] if dump_dir
+                                                        else [])
+    out = subprocess.run([*NCCLCHECK, "recommend", "-q", "--format", "json", *args],
+                         capture_output=True, text=True, timeout=120)
+    doc = schema.check(json.loads(out.stdout), "recommend --format json")
+    section = doc["explainable_hang"]
+    assert section["dump_dir"] == dump_dir and section["oldest_nccl"] == "2.21.5"
+    states = {s["variable"]: s["state"] for s in section["settings"]}
+    assert states["NCCL_RAS_ENABLE"] == "needs NCCL >= 2.24"
+    assert states["NCCL_DEBUG_FILE"] == ("set" if dump_dir else "needs --dump-dir")
+    assert all(s["since"] and s["reason"] for s in section["settings"])
+    # the env text says the same: each "set" setting, after its reason, and nothing else
+    _, lines = _explainable(args)
+    written = [ln for ln in lines if not ln.startswith("#")]
+    assert written == [f"{s['variable']}={s['value']}" for s in section["settings"]
+                       if s["state"] == "set"]
+    for s in section["settings"]:
+        if s["state"] == "set":
+            i = j = lines.index(f"{s['variable']}={s['value']}")
+            while lines[j - 1].startswith("# ") and "=" not in lines[j - 1].split()[1] \
+                    and not lines[j - 1].startswith(("# ---", "# then, after")):
+                j -= 1
+            said = " ".join(ln[2:] for ln in lines[j:i])
+            assert said == f"{s['reason']}. From {s['since']} on.", said
+
+
 def test_recommend_refuses_a_dump_dir_it_cannot_write_into_an_env_file():
     out = subprocess.run([*NCCLCHECK, "recommend", "-q", "--dump-dir", "/shared/my hang"],
                          capture_output=True, text=True, timeout=120)

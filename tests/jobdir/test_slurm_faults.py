@@ -1,11 +1,20 @@
-"""A gloo job under Slurm across two namespace nodes (srun starts the ranks, 2 per node), with a
-rank on the second node killed by SIGKILL: ``diagnose`` names that rank, dead, and its node."""
+"""Gloo jobs under Slurm across two namespace nodes (srun starts the ranks, 2 per node, and
+labels their lines: ``srun -l``), one planted fault each at the fifth collective: rank 3 (second
+node) is killed by SIGKILL; rank 1 (first node) sleeps, and once the others have timed out and
+exited, ``scancel --signal=TERM`` ends it as one ends a hung job (its handler prints its stack and
+writes its dump, as NCCL's dump-on-timeout would; ``srun -W`` would SIGKILL it). ``diagnose``
+names exactly the planted rank, with its kind and node. Both jobs run once per module (one after
+the other: the two nodes hold one); each test reads what they left. (One job with both faults
+is not exact: the peers of the sleeping rank hang until srun kills them, and leave no dump.)"""
 
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,22 +26,110 @@ pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netn
 
 JOB = Path(__file__).with_name("fault_job.py")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
+KILLED, SLEEPER = 3, 1
 
 
-def test_a_killed_rank_on_the_second_node_is_named_with_its_host(slurm_cluster, tmp_path):
-    c, env = slurm_cluster
-    job_env = {**env, "FAULT": "sigkill", "FAULT_RANK": "3", "COLL_TIMEOUT": "4",
-               "MASTER_ADDR": c.nodes[0].addr, "MASTER_PORT": "29533", "OMP_NUM_THREADS": "1",
+def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
+    out.mkdir()
+    job_env = {**env, "FAULT": fault, "FAULT_RANK": str(rank), "COLL_TIMEOUT": "4",
+               "MASTER_ADDR": c.nodes[0].addr, "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
                "GLOO_SOCKET_IFNAME": "eth0",
-               "TORCH_FR_DUMP_TEMP_FILE": str(tmp_path / "nccl_trace_rank_")}
-    with open(tmp_path / "slurm.out", "wb") as log:
-        subprocess.run(["srun", "-N2", "-n4", "--ntasks-per-node=2", "-l", sys.executable,
-                        str(JOB)], env=job_env, stdout=log, stderr=subprocess.STDOUT,
-                       timeout=240, check=False)
-    out = subprocess.run([NCCLCHECK, "diagnose", str(tmp_path), "--json"], capture_output=True,
+               "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_")}
+    name = f"ncclcheck-{fault}-{out.parent.name}"
+    with open(out / "slurm.out", "wb") as log:
+        srun = subprocess.Popen(["srun", "-J", name, "-N2", "-n4", "--ntasks-per-node=2", "-l",
+                                 sys.executable, str(JOB)], env=job_env, stdout=log,
+                                stderr=subprocess.STDOUT)
+        try:
+            if fault == "sleep":
+                # the others time out and exit; then the job is ended as one ends a hung job
+                # (scancel's SIGTERM to its steps; srun -W would SIGKILL the step)
+                deadline = time.monotonic() + 150
+                while srun.poll() is None and time.monotonic() < deadline and (
+                        out / "slurm.out").read_text(errors="replace").count(
+                            "Exited with exit code") < 3:
+                    time.sleep(0.5)
+                subprocess.run(["scancel", "--signal=TERM", "--name", name], env=env,
+                               timeout=30, check=False)
+            srun.wait(timeout=240)
+        finally:
+            if srun.poll() is None:
+                srun.kill()
+                srun.wait()
+    return out
+
+
+@pytest.fixture(scope="module")
+def jobs(slurm_cluster, tmp_path_factory):
+    c, env = slurm_cluster
+    base = tmp_path_factory.mktemp("slurm-jobs")
+    return (c, run(c, env, base / "sigkill", "sigkill", KILLED, 29533),
+            run(c, env, base / "sleep", "sleep", SLEEPER, 29534))
+
+
+def diagnose(folder: Path) -> dict:
+    out = subprocess.run([NCCLCHECK, "diagnose", str(folder), "--json"], capture_output=True,
                          text=True, timeout=60)
-    doc = json.loads(out.stdout)
-    log = (tmp_path / "slurm.out").read_text(errors="replace")[-3000:]
-    assert [(x["rank"], x["kind"], x["host"]) for x in doc["culprits"]] == \
-        [(3, "dead", "node2")], log
+    assert out.returncode in (0, 1), out.stderr
+    return json.loads(out.stdout)
+
+
+def culprits(doc: dict) -> dict[int, dict]:
+    return {c["rank"]: c for c in doc["culprits"]}
+
+
+def named(out: Path) -> tuple[dict, list]:
+    doc = diagnose(out)
+    return doc, [(x["rank"], x["kind"], x["host"]) for x in doc["culprits"]]
+
+
+def test_a_killed_rank_on_the_second_node_is_named_with_its_host(jobs):
+    _, out, _ = jobs
+    doc, found = named(out)
+    assert found == [(KILLED, "dead", "node2")], (out / "slurm.out").read_text()[-3000:]
     assert doc["culprits"][0]["exit"]["signal"] == "SIGKILL"
+    assert doc["first_desync"]["seq"] == 5
+
+
+def test_a_sleeping_rank_on_the_first_node_is_named_with_its_host_and_its_stack(jobs):
+    _, _, out = jobs
+    doc, found = named(out)
+    # stuck, not missing: it never entered #5 and its own stack shows where it waited (as under
+    # torchrun); that stack has no [rank1]: prefix, only srun's "1: " label says whose it is
+    assert found == [(SLEEPER, "stuck", "node1")], (out / "slurm.out").read_text()[-3000:]
+    assert doc["first_desync"]["seq"] == 5
+    sleep = next(i for i, ln in enumerate(JOB.read_text().splitlines(), 1) if "time.sleep" in ln)
+    assert f"fault_job.py:{sleep} in <module>" in " ".join(doc["job"]["stacks"][f"rank {SLEEPER}"])
+
+
+def test_srun_labels_give_the_killed_rank_its_own_last_lines(jobs):
+    _, out, _ = jobs
+    text = (out / "slurm.out").read_text(errors="replace").splitlines()
+    # what the killed rank printed itself carries no [rank3]: prefix, only srun's label
+    own = [(n, ln[len(f"{KILLED}: "):].rstrip()) for n, ln in enumerate(text, 1)
+           if ln.startswith(f"{KILLED}: ") and ln[len(f"{KILLED}: "):].strip()]
+    assert own and not any(t.startswith("[rank") for _, t in own)
+    last = culprits(diagnose(out))[KILLED]["last_lines"]
+    assert [re.sub(r"^.*slurm\.out:(\d+): ", r"\1|", ln) for ln in last] == \
+        [f"{n}|{t[:300]}" for n, t in own[-len(last):]] and len(last) == min(len(own), 6)
+
+
+def test_a_killed_rank_known_only_by_the_closed_connection_its_peers_saw_is_dead(jobs, tmp_path):
+    c, out, _ = jobs
+    # the ranks' own output, as `srun -o task-%t.out` keeps it: srun's own lines ("srun: error:
+    # node2: task 3: Killed") went to the terminal; only gloo's "Connection closed (or reset) by peer
+    # [addr]:port" in a peer's output says rank 3 ended
+    for f in out.glob("nccl_trace_rank_*"):
+        shutil.copy(f, tmp_path / f.name)
+    lines = (out / "slurm.out").read_text(errors="replace").splitlines(keepends=True)
+    (tmp_path / "tasks.out").write_text("".join(ln for ln in lines if not ln.startswith("srun:")))
+    closed = [ln for ln in lines if f"Connection closed by peer [{c.nodes[1].addr}]" in ln
+              or f"Read error [{c.nodes[1].addr}]" in ln]
+    assert closed, "".join(lines[-40:])
+    found = culprits(diagnose(tmp_path))
+    assert found[KILLED]["kind"] == "dead", found
+    assert found[KILLED]["host"] == c.nodes[1].addr
+    at = found[KILLED]["evidence"][0]
+    assert "tasks.out:" in at
+    kept = (tmp_path / "tasks.out").read_text().splitlines()
+    assert f"[{c.nodes[1].addr}]" in kept[int(at.rsplit(":", 1)[1]) - 1]
