@@ -144,7 +144,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             inputs.append(dump)
             continue
         with open_source(path, stdin) as src:
-            inline = InlineScan.of(job, path, src.stats)
+            inline = InlineScan.of(job, path, src)
             if inline is None:
                 scan_text(job, path)                     # a pass of its own
             feed = state.feed_bytes

@@ -21,7 +21,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster, slurm_cluster  # noqa: F401  (module-scoped fixtures)
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 RATE_GBPS = 400e6 / 8 / 1e9  # the links' 400 Mbit/s in GB/s

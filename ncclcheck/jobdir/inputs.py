@@ -181,32 +181,23 @@ class InlineScan:
         self.path = path
 
     @classmethod
-    def of(cls, job: JobReader, path: str, stats: InputStats) -> Optional["InlineScan"]:
-        """The inline scan of ``path`` (opened, ``stats`` its reader's), or None where
+    def of(cls, job: JobReader, path: str, src: Any) -> Optional["InlineScan"]:
+        """The inline scan of ``path`` (``src`` its open source, not read yet), or None where
         :func:`scan_text` must read it itself."""
-        if path == "-" or stats.gzip:
+        if path == "-" or src.stats.gzip:
             return None
-        scanner = job.scanner(stats.name)
+        scanner = job.scanner(src.stats.name, labelled(src.stream))
         return None if scanner.local_rank is not None else cls(scanner, path)
 
     def feed(self, lineno: int, raw: bytes) -> None:
         self.scanner.feed(raw.decode("utf-8", "replace"), lineno)
 
     def close(self, stats: InputStats) -> None:
-        """The end of the file (``stats`` as the pass left them): its tail's last lines."""
+        """The end of the file (``stats`` as the pass left them): its tail's last lines, then
+        the scanner's close, in :func:`scan_text`'s order."""
+        if not (stats.error or not stats.lines):
+            _tail(self.scanner, self.path, stats.bytes, stats.lines)
         self.scanner.close()
-        if stats.error or not stats.lines:
-            return
-        try:
-            with open(self.path, "rb") as f:
-                start = max(0, stats.bytes - TAIL_BYTES)
-                f.seek(start)
-                data = f.read(stats.bytes - start)
-        except OSError:
-            return
-        if start:
-            data = data[data.find(b"\n") + 1:]          # the first line is cut: not one
-        self.scanner.tail(data, stats.lines, _FULL_RX)
 
 
 def scan_text(job: JobReader, path: str) -> None:

@@ -20,7 +20,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.torch, needs_netns]
 
 DROP = [["-A", "INPUT", "-p", "tcp", "--dport", "22", "-j", "ACCEPT"],
         ["-A", "INPUT", "-s", "198.18.0.0/16", "-p", "tcp", "-j", "DROP"]]

@@ -16,7 +16,7 @@ import pytest
 from ncclcheck.bench.formulas import OPS
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.slow, pytest.mark.torch]
+pytestmark = [pytest.mark.alone, pytest.mark.slow, pytest.mark.torch]
 
 SMALL = ["-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "--timeout", "30"]
 

@@ -17,7 +17,7 @@ from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 from ncclcheck.bench.formulas import OPS
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 
 def bench(c, *args, timeout=180, **kw):

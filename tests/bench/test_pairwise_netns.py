@@ -22,7 +22,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 RATE = "200mbit"
 SLOW = "40mbit"

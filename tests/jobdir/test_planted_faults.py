@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.slow, pytest.mark.torch]
+pytestmark = [pytest.mark.alone, pytest.mark.slow, pytest.mark.torch]
 
 JOB = Path(__file__).with_name("fault_job.py")
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")

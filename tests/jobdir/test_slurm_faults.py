@@ -22,7 +22,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster, slurm_cluster  # noqa: F401  (module-scoped fixtures)
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 JOB = Path(__file__).with_name("fault_job.py")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")

@@ -37,7 +37,7 @@ from ncclcheck.k8s.apis import render
 from ncclcheck.k8s.render import RenderOptions
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 IMAGE = "ghcr.io/example/ncclcheck:0.1"

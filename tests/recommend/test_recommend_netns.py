@@ -20,7 +20,7 @@ from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 from ncclcheck.envformat import parse_env_text
 
-pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, needs_netns]
 REPO = Path(__file__).resolve().parent.parent.parent
 NEVER = {"docker0", "mgmt0", "lo"}
 

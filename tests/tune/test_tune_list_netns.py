@@ -24,7 +24,7 @@ from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 from ncclcheck.envformat import parse_env_text
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 REPO = Path(__file__).resolve().parent.parent.parent
 
 
