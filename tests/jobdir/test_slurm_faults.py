@@ -29,6 +29,21 @@ NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
 KILLED, SLEEPER = 3, 1
 
 
+def exited(text: str) -> set[int]:
+    """The tasks srun reports exited: it writes one line per task or per range of tasks.
+
+    >>> sorted(exited("srun: error: node1: task 0: Exited with exit code 1\\n"
+    ...               "srun: error: node2: tasks 2-3: Exited with exit code 1\\n"))
+    [0, 2, 3]
+    """
+    tasks: set[int] = set()
+    for spec in re.findall(r"tasks? ([\d,-]+): Exited", text):
+        for part in spec.split(","):
+            first, _, last = part.partition("-")
+            tasks.update(range(int(first), int(last or first) + 1))
+    return tasks
+
+
 def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
     out.mkdir()
     job_env = {**env, "FAULT": fault, "FAULT_RANK": str(rank), "COLL_TIMEOUT": "4",
@@ -45,9 +60,8 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
                 # the others time out and exit; then the job is ended as one ends a hung job
                 # (scancel's SIGTERM to its steps; srun -W would SIGKILL the step)
                 deadline = time.monotonic() + 150
-                while srun.poll() is None and time.monotonic() < deadline and (
-                        out / "slurm.out").read_text(errors="replace").count(
-                            "Exited with exit code") < 3:
+                while srun.poll() is None and time.monotonic() < deadline and len(
+                        exited((out / "slurm.out").read_text(errors="replace"))) < 3:
                     time.sleep(0.5)
                 subprocess.run(["scancel", "--signal=TERM", "--name", name], env=env,
                                timeout=30, check=False)

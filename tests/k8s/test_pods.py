@@ -229,14 +229,14 @@ def mpijob_hunt(c, tmp: Path):
 #: The pod's own filesystem, in a private mount namespace on its node: /etc and /run get an
 #: overlay whose upper layer holds what the kubelet mounts (the downward API's labels at
 #: /etc/podinfo, the service account's token, ca.crt and namespace under
-#: /var/run/secrets/kubernetes.io/serviceaccount), keeping the node's /etc/hosts; /tmp is the
-#: pod's own. Nothing reaches the machine's filesystem.
+#: /var/run/secrets/kubernetes.io/serviceaccount), keeping the node's /etc/hosts. /tmp stays the
+#: node's (the test's own TMPDIR is the pod's scratch): a tmpfs there would hide a checkout or
+#: venv under /tmp, as CI's is. Nothing reaches the machine's filesystem.
 POD_FS = """set -e
 s=$1; shift
 cp /etc/hosts "$s/etc.u/hosts"
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$s/etc.u,workdir=$s/etc.w" /etc
 mount -t overlay overlay -o "lowerdir=/run,upperdir=$s/run.u,workdir=$s/run.w" /run
-mount -t tmpfs tmpfs /tmp
 exec "$@"
 """
 SA_DIR = "secrets/kubernetes.io/serviceaccount"   # under /run (= /var/run)
