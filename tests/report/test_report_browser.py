@@ -17,6 +17,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -42,19 +43,24 @@ def chromium(tmp_path: Path, page: Path, *action: str) -> subprocess.CompletedPr
             "--disable-component-update", "--disable-sync", "--disable-extensions",
             "--disable-default-apps", "--mute-audio", f"--user-data-dir={tmp_path / 'profile'}",
             "--enable-logging=stderr", "--v=0", *action, page.resolve().as_uri()]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, env={**os.environ, "HOME": str(tmp_path)})
-    try:
-        out, err = proc.communicate(timeout=45)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        raise
-    finally:
+    # Chromium's singleton socket lives in TMPDIR, and a Unix socket's path has 107 bytes at most:
+    # under xdist in CI the test's own TMPDIR is longer ("Socket path too long"), so it gets a
+    # short one of its own, removed after the run
+    with tempfile.TemporaryDirectory(prefix="ncb-", dir="/tmp") as short:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True,
+                                env={**os.environ, "HOME": str(tmp_path), "TMPDIR": short})
         try:
-            os.killpg(proc.pid, signal.SIGKILL)   # helpers (zygote, gpu) outliving the browser
-        except ProcessLookupError:
-            pass
+            out, err = proc.communicate(timeout=45)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)   # helpers (zygote, gpu) outliving it
+            except ProcessLookupError:
+                pass
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
