@@ -274,11 +274,13 @@ def check_gdr(state: LogState) -> None:
 
 
 def check_debug_vars(state: LogState) -> None:
-    """``env-debug-vars-set`` (info): debugging/tuning variables NCCL reports as set."""
+    """``env-debug-vars-set`` (info): debugging/tuning variables NCCL reports as set, less the
+    ones the net plugin set itself with that value (aws-ofi-nccl's platform defaults, e.g.
+    NCCL_PROTO=simple where EFA does not order 128-byte stores: unsetting them is wrong)."""
     by_setting: dict[str, list[Proc]] = defaultdict(list)
     for p in state.procs.values():
         for name, value in p.env.items():
-            if name in DEBUG_VARS:
+            if name in DEBUG_VARS and p.plugin_env.get(name) != value:
                 by_setting[f"{name}={value}"].append(p)
     if not by_setting:
         return

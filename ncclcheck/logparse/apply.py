@@ -95,6 +95,9 @@ class FactsMixin:
             if name.startswith("NCCL_IB_") and name not in ("NCCL_IB_DISABLE",) \
                     and not (name == "NCCL_IB_HCA" and val.startswith("^")):
                 self._rdma_hint(f"{name}={val}", proc.host or proc.node, file, lineno, line)
+        elif kind == "plugin_env":
+            if len(proc.plugin_env) < MAX_LIST:
+                proc.plugin_env[value[0]] = value[1]
         elif kind == "gdr":
             if len(proc.gdr) < MAX_LIST:
                 proc.gdr[f"{value['net']}:{value['hca']}"] = value["enabled"] or (

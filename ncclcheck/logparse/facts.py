@@ -18,6 +18,8 @@ _IB_DEV = re.compile(r"\[\d+\]\s?([^\s:\[\]]+):(\d{1,4})/(IB|RoCE)\b(/SHARP)?")
 _OOB = re.compile(r"OOB ([^\s:]+):(\S+?)<\d+>")
 _VERSION = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:[-+.]?[\w.]*?\+cuda(\d+\.\d+))?")
 _ENV = re.compile(r"^(NCCL_[A-Z0-9_]+) set (?:by environment )?to (.*?)\s*$")
+_PLUGIN_ENV = re.compile(r'^NET/OFI (?:Adding (NCCL_[A-Z0-9_]+)=(\S*) to environment|'
+                         r'Setting (NCCL_PROTO) to "(simple)")\s*$')
 _INIT = re.compile(r"comm (0x[0-9a-fA-F]{1,16}) rank (\d{1,9}) nranks (\d{1,9}) cudaDev (\d{1,6})"
                    r"(?: nvmlDev \d+)?(?: busId ([0-9a-fA-F]+))?.*? - Init (START|COMPLETE)")
 _TOPO = re.compile(r"comm (0x[0-9a-fA-F]{1,16}) rank (\d{1,9}) nRanks (\d{1,9}) nNodes (\d{1,9}) "
@@ -115,6 +117,22 @@ def parse_env(msg: str) -> Optional[Fact]:
     if value.endswith(".") and not value.endswith(".."):
         value = value[:-1]
     return Fact("env", (m.group(1), value[:256]))
+
+
+def parse_plugin_env(msg: str) -> Optional[Fact]:
+    """A variable the AWS net plugin put in the environment for NCCL to read (aws-ofi-nccl
+    include/nccl_ofi_environ.h ``"Adding %s to environment"`` from 1.14; src/platform-aws.c
+    ``Setting NCCL_PROTO to "simple"`` up to 1.13), so not the user's setting.
+
+    >>> parse_plugin_env("NET/OFI Adding NCCL_BUFFSIZE=8388608 to environment")
+    Fact(kind='plugin_env', value=('NCCL_BUFFSIZE', '8388608'))
+    >>> parse_plugin_env('NET/OFI Setting NCCL_PROTO to "simple"').value
+    ('NCCL_PROTO', 'simple')
+    """
+    m = _PLUGIN_ENV.match(msg)
+    if not m:
+        return None
+    return Fact("plugin_env", (m.group(1) or m.group(3), (m.group(2) or m.group(4) or "")[:256]))
 
 
 def parse_init(msg: str) -> Optional[Fact]:
@@ -258,6 +276,8 @@ def parse_info(msg: str) -> Optional[Fact]:
             return parse_version(msg)
         if msg.startswith("NCCL_"):
             return parse_env(msg)
+        if msg.startswith("NET/OFI ") and "NCCL_" in msg:
+            return parse_plugin_env(msg)
         return None
     if c == "T":
         if msg.startswith("Trees "):

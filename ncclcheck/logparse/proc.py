@@ -41,7 +41,7 @@ class Proc:
                  "nccl_version", "cuda_version", "cuda_driver", "torch_version", "bootstrap",
                  "oob", "socket_ifs", "network", "ib_devices", "plugins", "gdr", "dmabuf",
                  "channels", "coll_channels", "rings", "trees", "transports", "gdr_connections",
-                 "env", "comms", "nnodes", "ibverbs_missing", "ib_no_device", "ib_open_failed",
+                 "env", "plugin_env", "comms", "nnodes", "ibverbs_missing", "ib_no_device", "ib_open_failed",
                  "warns", "lines", "first", "evidence", "version_hint")
 
     def __init__(self, key: str) -> None:
@@ -73,6 +73,7 @@ class Proc:
         self.transports: dict[str, int] = {}     # "NET/IB" -> connections
         self.gdr_connections = 0
         self.env: dict[str, str] = {}
+        self.plugin_env: dict[str, str] = {}     # what a net plugin set for NCCL to read
         self.comms: dict[str, dict[str, Any]] = {}  # comm pointer -> {rank, nranks, state}
         self.nnodes: Optional[int] = None
         self.ibverbs_missing = False

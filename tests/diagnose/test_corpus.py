@@ -182,3 +182,41 @@ def test_reprefixing_really_changes_the_lines():
         # an NCCL header, so that ``RuntimeError: ...`` is not taken for a host)
         assert all(parse_prefix(line)[0] != parse_prefix("")[0] for line in text.splitlines()
                    if launcher != "slurm" or parse_nccl_line(line)), launcher
+
+
+# -- issue 24: real healthy logs of NCCL 2.21-2.30, per transport --------------------------------
+#: healthy corpus logs whose NCCL version (``nccl_version``: printed in the log, or stated by the
+#: thread / fixed by a line format, as each fixture's notes say) is 2.21-2.30, by transport.
+RECENT_HEALTHY = {name: expected(name) for name in HEALTHY
+                  if (2, 21) <= tuple(int(x) for x in expected(name).get("nccl_version", "0.0").split(".")[:2])
+                  <= (2, 30)}
+
+
+def test_real_healthy_logs_of_recent_nccl_cover_ib_and_efa():
+    """The real samples found so far (issue 24): IB at 2.21 and 2.22, EFA at 2.27. No public
+    healthy log of 2.21-2.30 over RoCE or sockets was found (see the issue-24 report); the
+    synthetic matrix in test_healthy_versions.py holds those formats."""
+    transports = {exp["transport"] for exp in RECENT_HEALTHY.values()}
+    assert {"IB", "EFA"} <= transports, transports
+    for name, exp in RECENT_HEALTHY.items():
+        assert exp["transport"] in ("IB", "RoCE", "EFA", "Socket"), name
+        assert exp["healthy"] is True and exp["expect_ids"] == [], name
+        if "expect_versions" in exp:
+            assert exp["expect_versions"] == [exp["nccl_version"]], name
+
+
+def test_variables_the_aws_plugin_sets_are_not_debugging_leftovers(docs, tmp_path):
+    """aws-ofi-nccl adds NCCL_BUFFSIZE, NCCL_P2P_NET_CHUNKSIZE and NCCL_PROTO=simple itself
+    (include/nccl_ofi_environ.h 'Adding %s to environment'); NCCL then reports them 'set by
+    environment'. Telling the user to unset them is wrong (EFA without 128-byte ordering needs
+    Simple). Without the plugin's lines, the same settings are the user's and still reported."""
+    name = "healthy-efa-2.27-eks-pod"
+    text = (LOGS / f"{name}.log").read_text()
+    assert "NCCL_PROTO set by environment to simple" in text
+    assert not [f for f in docs[name]["findings"] if f["id"] == "env-debug-vars-set"]
+    mine = tmp_path / "user-set.log"
+    mine.write_text("".join(line for line in text.splitlines(keepends=True)
+                            if "to environment" not in line))
+    (f,) = [f for f in diagnose_files([str(mine)])["findings"] if f["id"] == "env-debug-vars-set"]
+    assert f["severity"] == "info"
+    assert "NCCL_BUFFSIZE=8388608" in f["message"] and "NCCL_PROTO=simple" in f["message"]

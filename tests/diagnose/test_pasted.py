@@ -177,9 +177,10 @@ def test_gid_index_set_to_the_v1_entry_is_a_warning_with_both_rows():
 
 
 # -- issue 24: pasted ip addr gives the NCCL_SOCKET_IFNAME to set ----------------------------------
-# No complete public paste of these three shapes was found (NVIDIA/nccl#1053 redacts its /32 and is
-# cut after lo; sgl-project/sglang#3514 is cut before bond0's address; NVIDIA/nccl#177 is ifconfig),
-# so they are written here in `ip addr`'s own format, with documentation-free 10/8 addresses.
+# A real bond paste is in the corpus (ip-addr-bond-beside-mgmt-nic-roce, below). No complete public
+# paste of the /32-on-lo and docker-bridge shapes was found (NVIDIA/nccl#1053 redacts its /32 and is
+# cut after lo; NVIDIA/nccl#177 is ifconfig), so these three are written here in `ip addr`'s own
+# format, with documentation-free 10/8 addresses.
 _BOND = """$ ip addr
 1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN group default qlen 1000
     inet 127.0.0.1/8 scope host lo
@@ -260,3 +261,15 @@ def test_ip_addr_docker_bridges_beside_the_nic(tmp_path):
     assert f["severity"] == "warning" and f["fix"] == "Set NCCL_SOCKET_IFNAME==ens5 on every node."
     assert "br-3f2a1c3d4e5f" in f["message"]
     assert f["title"] == "the NCCL_SOCKET_IFNAME to set, read from the pasted interfaces"
+
+
+def test_real_ip_addr_bond_beside_the_management_nic_gives_bond0():
+    """grantcurell/projects (PowerScale RoCE report): eno8303 (MTU 1500, first) beside bond0 over
+    ens6f0/ens6f1 (MTU 9000): NCCL's default would take eno8303; the value to set is bond0."""
+    doc = diagnose_files([str(PASTED / "ip-addr-bond-beside-mgmt-nic-roce.txt")])
+    (f,) = [f for f in doc["findings"] if f["id"] == "net-socket-ifname"]
+    assert f["severity"] == "warning"
+    assert f["fix"].startswith("Set NCCL_SOCKET_IFNAME==bond0 on every node") and "eno8303" not in f["fix"]
+    ifaces = {i["name"]: i for i in doc["pasted"]["network_interfaces"]["pasted"]}
+    assert [n for n, i in ifaces.items() if i["master"] == "bond0"] == ["ens6f0", "ens6f1"]
+    assert ifaces["bond0"]["ipv4"][0]["subnet"] == "10.99.99.96/29"
