@@ -127,6 +127,10 @@ LAUNCHERS = {
     "slurm": lambda n, host, line: f"{host}: {line}",
     "timestamp": lambda n, host, line: f"[2025-07-21 19:05:{n % 60:02d}] {line}",
 }
+#: Logs whose lines carry Ray's own ``(RayWorkerWrapper pid=N)`` prefix, which the re-prefixing
+#: keeps: a Slurm ``host: `` label then stands before Ray's prefix, not before the NCCL header, and
+#: names no node (srun does not wrap Ray workers' output that way); the rest is checked as usual.
+RAY_PREFIXED = {"healthy-socket-2.21-vllm-eks-init"}
 #: Per-rank facts a launcher prefix adds or renames (the launcher's rank, its host label).
 PREFIX_FACTS = ("rank", "node")
 
@@ -165,7 +169,7 @@ def test_healthy_logs_stay_healthy_under_every_launcher(name, launcher, docs, tm
     assert without(doc["hosts"], "ranks") == without(plain["hosts"], "ranks")
     assert {r["key"]: without(r, *PREFIX_FACTS) for r in doc["ranks"]} == \
         {r["key"]: without(r, *PREFIX_FACTS) for r in plain["ranks"]}
-    if launcher == "slurm":
+    if launcher == "slurm" and name not in RAY_PREFIXED:
         assert all(r["node"] == r["host"] for r in doc["ranks"])
     if launcher in ("torchrun", "mpi"):
         assert sorted(r["rank"] for r in doc["ranks"]) == list(range(len(doc["ranks"])))
@@ -192,15 +196,17 @@ RECENT_HEALTHY = {name: expected(name) for name in HEALTHY
                   <= (2, 30)}
 
 
-def test_real_healthy_logs_of_recent_nccl_cover_ib_and_efa():
-    """The real samples found so far (issue 24): IB at 2.21 and 2.22, EFA at 2.27. No public
-    healthy log of 2.21-2.30 over RoCE or sockets was found (see the issue-24 report); the
-    synthetic matrix in test_healthy_versions.py holds those formats."""
+def test_real_healthy_logs_of_recent_nccl_cover_ib_efa_and_sockets():
+    """The real samples found so far (issue 24): IB at 2.21 and 2.22, EFA at 2.26 and 2.27,
+    sockets at 2.21. No public healthy log of 2.21-2.30 over RoCE was found (see the issue-24
+    report); the synthetic matrix in test_healthy_versions.py holds those formats. A cut that
+    stops before Init COMPLETE is 'no failure seen', never a warning."""
     transports = {exp["transport"] for exp in RECENT_HEALTHY.values()}
-    assert {"IB", "EFA"} <= transports, transports
+    assert {"IB", "EFA", "Socket"} <= transports, transports
     for name, exp in RECENT_HEALTHY.items():
         assert exp["transport"] in ("IB", "RoCE", "EFA", "Socket"), name
-        assert exp["healthy"] is True and exp["expect_ids"] == [], name
+        assert exp["expect_ids"] == [], name
+        assert exp["healthy"] is True or exp["expect_verdict"] == "no failure seen, but 0/", name
         if "expect_versions" in exp:
             assert exp["expect_versions"] == [exp["nccl_version"]], name
 
