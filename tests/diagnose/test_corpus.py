@@ -197,8 +197,8 @@ RECENT_HEALTHY = {name: expected(name) for name in HEALTHY
 
 
 def test_real_healthy_logs_of_recent_nccl_cover_ib_efa_and_sockets():
-    """The real samples found so far (issue 24): IB at 2.21 and 2.22, EFA at 2.26 and 2.27,
-    sockets at 2.21. No public healthy log of 2.21-2.30 over RoCE was found (see the issue-24
+    """The real samples found so far (issue 24): IB at 2.21, EFA at 2.26 and 2.27, sockets at
+    2.21. No public healthy log of 2.21-2.30 over RoCE was found (see the issue-24
     report); the synthetic matrix in test_healthy_versions.py holds those formats. A cut that
     stops before Init COMPLETE is 'no failure seen', never a warning."""
     transports = {exp["transport"] for exp in RECENT_HEALTHY.values()}
