@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.deadline]
 
 WATCHDOG = [sys.executable, "-m", "ncclcheck.watchdog"]
 
