@@ -81,6 +81,7 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
             if srun.poll() is None:
                 srun.kill()
                 srun.wait()
+    diagnose(out)           # while the other jobs still run: the tests read the kept document
     return out
 
 
