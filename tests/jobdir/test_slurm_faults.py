@@ -32,7 +32,7 @@ JOB = Path(__file__).with_name("fault_job.py")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
 SLURM_JOBS_PER_CORE = 8            # the slurm_cluster fixture: the jobs below run side by side
 RANKS = 3
-NODE = {0: "node1", 1: "node1", 2: "node2"}      # srun -N2 -n3 --ntasks-per-node=2
+NODE = {0: "node1", 1: "node1", 2: "node2"}      # srun -N2 -n3 -m plane=2 (srun(1))
 #: fault -> (planted rank, the kind diagnose must name): both nodes get planted faults
 PLANTED = {"skip": (2, "missing"), "sleep": (1, "stuck"), "exit": (2, "dead"),
            "sigkill": (2, "dead"), "sigsegv": (1, "dead"), "other": (2, "mismatch"),
@@ -63,8 +63,8 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
                "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_")}
     name = f"ncclcheck-{fault}-{out.parent.name}"
     with open(out / "slurm.out", "wb") as log:
-        srun = subprocess.Popen(["srun", "-J", name, "-N2", f"-n{RANKS}", "--ntasks-per-node=2",
-                                 "-l", sys.executable, str(JOB)], env=job_env, stdout=log,
+        srun = subprocess.Popen(["srun", "-J", name, "-N2", f"-n{RANKS}", "-m", "plane=2", "-l",
+                                 sys.executable, str(JOB)], env=job_env, stdout=log,
                                 stderr=subprocess.STDOUT)
         try:
             if fault == "sleep":
