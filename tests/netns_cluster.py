@@ -134,11 +134,16 @@ slurm = impl.netns_slurm
 
 
 @pytest.fixture(scope="module")
-def slurm_cluster(make_cluster, tmp_path_factory):
+def slurm_cluster(make_cluster, tmp_path_factory, request):
     """A 2-node cluster (400 Mbit/s links) with real Slurm: ``(cluster, env)``, where ``env``
     has ``SLURM_CONF`` for srun/salloc/scontrol. Node names resolve nowhere but in Slurm's
-    NodeAddr. Skips, saying why, when Slurm or munge is not installed (CI: fails instead)."""
+    NodeAddr. Skips, saying why, when Slurm or munge is not installed (CI: fails instead).
+
+    A module that sets ``SLURM_JOBS_PER_CORE = N`` (N > 1) gets a partition that runs up to N
+    jobs on each core at once (``OverSubscribe=FORCE:N``, slurm.conf(5)), so independent jobs
+    run side by side; without it, one job holds the cores it was given, as before."""
     import os
+    import subprocess
 
     missing = slurm.missing_tools()
     if missing and not os.environ.get("CI"):
@@ -146,6 +151,15 @@ def slurm_cluster(make_cluster, tmp_path_factory):
     c = make_cluster(2, rate="400mbit", fresh=True)
     slurm.start(c.state)
     env = slurm.client_env(c.state_dir)
+    per_core = getattr(request.module, "SLURM_JOBS_PER_CORE", 1)
+    if per_core > 1:
+        try:
+            subprocess.run(["scontrol", "update", "PartitionName=p",
+                            f"OverSubscribe=FORCE:{int(per_core)}"], env=env, check=True,
+                           timeout=30, capture_output=True)
+        except BaseException:
+            slurm.stop(c.state)
+            raise
     # srun hands its environment to the tasks: their kept rank logs go under pytest's folder
     env["TMPDIR"] = str(tmp_path_factory.mktemp("slurm-tmpdir"))
     yield c, env

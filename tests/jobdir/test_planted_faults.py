@@ -1,11 +1,16 @@
-"""Real gloo jobs under torchrun, one planted fault each, diagnosed from what they leave behind.
+"""Real gloo jobs under torchrun, one planted fault each, diagnosed from what they leave behind:
+what torchrun adds (its failure summary with Root Cause, host, local rank, exit code and pid, and
+its ``--log-dir`` layout) on the faults where it says something of its own.
 
 Each job is 3 ranks of tests/jobdir/fault_job.py (4 s collective timeout) in its own folder:
-Flight Recorder dumps written by the job's handlers, and torchrun's output. The "sleep" job runs
-with torchrun's ``--log-dir`` and ``--redirects 3``: its ranks' output is only in torchrun's own
-layout (``logs/<run>_<random>/attempt_0/<local_rank>/stderr.log``). The jobs run side by side once
-per module; every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows (once per
-folder: the documents are kept).
+Flight Recorder dumps written by the job's handlers, and torchrun's output. A rank is killed
+(torchrun's summary gives its signal), sleeps (the job runs with torchrun's ``--log-dir`` and
+``--redirects 3``: its ranks' output is only in torchrun's own layout,
+``logs/<run>_<random>/attempt_0/<local_rank>/stderr.log``), or calls another collective (where
+torchrun's Root Cause names another rank). Every fault, and a job that finishes, also runs across
+nodes under Slurm: tests/jobdir/test_slurm_faults.py. The jobs run side by side once per module;
+every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows (once per folder: the
+documents are kept).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ pytestmark = [pytest.mark.alone, pytest.mark.slow, pytest.mark.torch]
 JOB = Path(__file__).with_name("fault_job.py")
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
-FAULTS = ("none", "skip", "sleep", "exit", "sigkill", "sigsegv", "other", "size")
+FAULTS = ("sleep", "sigkill", "other")
 TARGET = 1
 #: the jobs whose ranks write only to torchrun's --log-dir
 LOG_DIR = {"sleep": ["--redirects", "3"]}
@@ -44,13 +49,14 @@ def run_job(folder: Path, fault: str) -> Path:
         logs = ["--log-dir", str(folder / "logs"), *LOG_DIR[fault]] if fault in LOG_DIR else []
         subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", *logs, str(JOB)], env=env,
                        stdout=log, stderr=subprocess.STDOUT, timeout=240, check=False)
+    diagnose(folder)        # while the other jobs still run: the tests read the kept document
     return folder
 
 
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     base = tmp_path_factory.mktemp("jobs")
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(len(FAULTS)) as pool:
         done = dict(zip(FAULTS, pool.map(lambda f: run_job(base / f, f), FAULTS)))
     return done
 
@@ -67,33 +73,22 @@ def named(doc: dict) -> list[tuple[int, str]]:
     return [(c["rank"], c["kind"]) for c in doc["culprits"]]
 
 
-def test_a_finished_job_names_no_one(jobs):
-    doc = diagnose(jobs["none"])
-    assert doc["culprits"] == [] and doc["first_desync"] is None
-    assert doc["job"]["class"] == "none"
-    assert doc["summary"]["verdict"].startswith("no rank at fault")
-
-
-@pytest.mark.parametrize("fault, kind", [("skip", "missing"), ("sleep", "stuck"),
-                                         ("exit", "dead"), ("sigkill", "dead"),
-                                         ("sigsegv", "dead"), ("other", "mismatch"),
-                                         ("size", "mismatch")])
+@pytest.mark.parametrize("fault, kind", [("sleep", "stuck"), ("sigkill", "dead"),
+                                         ("other", "mismatch")])
 def test_the_planted_rank_is_named_with_its_kind(jobs, fault, kind):
     doc = diagnose(jobs[fault])
     assert named(doc) == [(TARGET, kind)], json.dumps(doc["culprits"], indent=1)
     c = doc["culprits"][0]
     assert c["evidence"]
-    if fault != "skip":                 # a rank that skipped and exited 0: torchrun lists it not
-        assert c["host"] and c["local_rank"] == TARGET and c["pid"]
+    assert c["host"] and c["local_rank"] == TARGET and c["pid"]
     assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
     assert doc["summary"]["verdict"].startswith("all_reduce #5")
 
 
-def test_dead_ranks_show_their_exit_and_last_lines(jobs):
-    codes = {f: diagnose(jobs[f])["culprits"][0]["exit"]["exitcode"]
-             for f in ("exit", "sigkill", "sigsegv")}
-    assert codes == {"exit": 3, "sigkill": -9, "sigsegv": -11}
-    assert "SIGSEGV" in diagnose(jobs["sigsegv"])["job"]["next_step"]
+def test_a_killed_rank_shows_the_exit_torchrun_reports(jobs):
+    c = diagnose(jobs["sigkill"])["culprits"][0]
+    assert (c["exit"]["exitcode"], c["exit"]["signal"]) == (-9, "SIGKILL")
+    assert c["exit"]["evidence"].split(":")[0].endswith("job.log")
 
 
 def test_a_mismatch_shows_both_stacks_and_where_torchrun_disagrees(jobs):

@@ -1,20 +1,24 @@
-"""Gloo jobs under Slurm across two namespace nodes (srun starts the ranks, 2 per node, and
-labels their lines: ``srun -l``), one planted fault each at the fifth collective: rank 3 (second
-node) is killed by SIGKILL; rank 1 (first node) sleeps, and once the others have timed out and
-exited, ``scancel --signal=TERM`` ends it as one ends a hung job (its handler prints its stack and
-writes its dump, as NCCL's dump-on-timeout would; ``srun -W`` would SIGKILL it). ``diagnose``
-names exactly the planted rank, with its kind and node. Both jobs run once per module (one after
-the other: the two nodes hold one); each test reads what they left. (One job with both faults
-is not exact: the peers of the sleeping rank hang until srun kills them, and leave no dump.)"""
+"""Gloo jobs under Slurm across two namespace nodes, one planted fault each at the fifth
+collective, every fault of tests/jobdir/fault_job.py and a job that finishes. srun starts the 3
+ranks (ranks 0 and 1 on node1, rank 2 on node2) and labels their lines (``srun -l``). A rank that
+sleeps is ended, once its peers have timed out and exited, by ``scancel --signal=TERM`` as one
+ends a hung job (its handler prints its stack and writes its dump, as NCCL's dump-on-timeout
+would; ``srun -W`` would SIGKILL it). ``diagnose`` names exactly the planted rank, with its kind
+and node. The jobs are independent: they run side by side once per module (the partition takes
+several jobs per core, ``SLURM_JOBS_PER_CORE``); each test reads what they left. (One job with
+two faults is not exact: the peers of a sleeping rank hang until srun kills them, and leave no
+dump.) torchrun's own artifacts (Root Cause, --log-dir): tests/jobdir/test_planted_faults.py."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -26,7 +30,14 @@ pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mar
 
 JOB = Path(__file__).with_name("fault_job.py")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
-KILLED, SLEEPER = 3, 1
+SLURM_JOBS_PER_CORE = 8            # the slurm_cluster fixture: the jobs below run side by side
+RANKS = 3
+NODE = {0: "node1", 1: "node1", 2: "node2"}      # srun -N2 -n3 -m plane=2 (srun(1))
+#: fault -> (planted rank, the kind diagnose must name): both nodes get planted faults
+PLANTED = {"skip": (2, "missing"), "sleep": (1, "stuck"), "exit": (2, "dead"),
+           "sigkill": (2, "dead"), "sigsegv": (1, "dead"), "other": (2, "mismatch"),
+           "size": (1, "mismatch")}
+KILLED, SLEEPER = PLANTED["sigkill"][0], PLANTED["sleep"][0]
 
 
 def exited(text: str) -> set[int]:
@@ -52,35 +63,41 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
                "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_")}
     name = f"ncclcheck-{fault}-{out.parent.name}"
     with open(out / "slurm.out", "wb") as log:
-        srun = subprocess.Popen(["srun", "-J", name, "-N2", "-n4", "--ntasks-per-node=2", "-l",
+        srun = subprocess.Popen(["srun", "-J", name, "-N2", f"-n{RANKS}", "-m", "plane=2", "-l",
                                  sys.executable, str(JOB)], env=job_env, stdout=log,
                                 stderr=subprocess.STDOUT)
         try:
             if fault == "sleep":
                 # the others time out and exit; then the job is ended as one ends a hung job
                 # (scancel's SIGTERM to its steps; srun -W would SIGKILL the step)
-                deadline = time.monotonic() + 150
+                deadline = time.monotonic() + 200
                 while srun.poll() is None and time.monotonic() < deadline and len(
-                        exited((out / "slurm.out").read_text(errors="replace"))) < 3:
+                        exited((out / "slurm.out").read_text(errors="replace"))) < RANKS - 1:
                     time.sleep(0.5)
                 subprocess.run(["scancel", "--signal=TERM", "--name", name], env=env,
                                timeout=30, check=False)
-            srun.wait(timeout=240)
+            srun.wait(timeout=280)
         finally:
             if srun.poll() is None:
                 srun.kill()
                 srun.wait()
+    diagnose(out)           # while the other jobs still run: the tests read the kept document
     return out
 
 
 @pytest.fixture(scope="module")
 def jobs(slurm_cluster, tmp_path_factory):
+    """Every fault's job, and one with none, side by side: fault -> its folder."""
     c, env = slurm_cluster
     base = tmp_path_factory.mktemp("slurm-jobs")
-    return (c, run(c, env, base / "sigkill", "sigkill", KILLED, 29533),
-            run(c, env, base / "sleep", "sleep", SLEEPER, 29534))
+    plan = {"none": -1, **{f: r for f, (r, _) in PLANTED.items()}}
+    with ThreadPoolExecutor(len(plan)) as pool:
+        done = {f: pool.submit(run, c, env, base / f, f, r, 29533 + i)
+                for i, (f, r) in enumerate(plan.items())}
+        return c, {f: d.result() for f, d in done.items()}
 
 
+@functools.lru_cache(maxsize=None)
 def diagnose(folder: Path) -> dict:
     out = subprocess.run([NCCLCHECK, "diagnose", str(folder), "--json"], capture_output=True,
                          text=True, timeout=60)
@@ -97,27 +114,50 @@ def named(out: Path) -> tuple[dict, list]:
     return doc, [(x["rank"], x["kind"], x["host"]) for x in doc["culprits"]]
 
 
-def test_a_killed_rank_on_the_second_node_is_named_with_its_host(jobs):
-    _, out, _ = jobs
-    doc, found = named(out)
-    assert found == [(KILLED, "dead", "node2")], (out / "slurm.out").read_text()[-3000:]
-    assert doc["culprits"][0]["exit"]["signal"] == "SIGKILL"
-    assert doc["first_desync"]["seq"] == 5
+def test_a_finished_job_names_no_one(jobs):
+    _, out = jobs
+    doc = diagnose(out["none"])
+    assert doc["culprits"] == [] and doc["first_desync"] is None, (out["none"] / "slurm.out"
+                                                                    ).read_text()[-3000:]
+    assert doc["job"]["class"] == "none"
+    assert doc["summary"]["verdict"].startswith("no rank at fault")
 
 
-def test_a_sleeping_rank_on_the_first_node_is_named_with_its_host_and_its_stack(jobs):
-    _, _, out = jobs
-    doc, found = named(out)
+@pytest.mark.parametrize("fault", PLANTED)
+def test_the_planted_rank_is_named_with_its_kind_and_its_node(jobs, fault):
+    _, out = jobs
+    rank, kind = PLANTED[fault]
+    doc, found = named(out[fault])
+    # a rank that skipped it and exited 0 printed nothing, and srun reports no task that
+    # succeeded: no artifact tells its node, and diagnose invents none
+    host = None if fault == "skip" else NODE[rank]
+    assert found == [(rank, kind, host)], (out[fault] / "slurm.out").read_text()[-3000:]
+    assert doc["culprits"][0]["evidence"]
+    assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
+    assert doc["summary"]["verdict"].startswith("all_reduce #5")
+
+
+def test_dead_ranks_show_their_exit_as_srun_reports_it(jobs):
+    _, out = jobs
+    exits = {f: culprits(diagnose(out[f]))[PLANTED[f][0]]["exit"]
+             for f in ("exit", "sigkill", "sigsegv")}
+    assert {f: (e["exitcode"], e["signal"]) for f, e in exits.items()} == {
+        "exit": (3, None), "sigkill": (None, "SIGKILL"), "sigsegv": (None, "SIGSEGV")}
+    assert all(e["evidence"].split(":")[0].endswith("slurm.out") for e in exits.values())
+    assert "SIGSEGV" in diagnose(out["sigsegv"])["job"]["next_step"]
+
+
+def test_a_sleeping_rank_shows_its_stack_through_sruns_label(jobs):
+    _, out = jobs
+    doc = diagnose(out["sleep"])
     # stuck, not missing: it never entered #5 and its own stack shows where it waited (as under
     # torchrun); that stack has no [rank1]: prefix, only srun's "1: " label says whose it is
-    assert found == [(SLEEPER, "stuck", "node1")], (out / "slurm.out").read_text()[-3000:]
-    assert doc["first_desync"]["seq"] == 5
     sleep = next(i for i, ln in enumerate(JOB.read_text().splitlines(), 1) if "time.sleep" in ln)
     assert f"fault_job.py:{sleep} in <module>" in " ".join(doc["job"]["stacks"][f"rank {SLEEPER}"])
 
 
 def test_srun_labels_give_the_killed_rank_its_own_last_lines(jobs):
-    _, out, _ = jobs
+    out = jobs[1]["sigkill"]
     text = (out / "slurm.out").read_text(errors="replace").splitlines()
     # what the killed rank printed itself carries no [rank3]: prefix, only srun's label
     own = [(n, ln[len(f"{KILLED}: "):].rstrip()) for n, ln in enumerate(text, 1)
@@ -129,7 +169,7 @@ def test_srun_labels_give_the_killed_rank_its_own_last_lines(jobs):
 
 
 def test_a_killed_rank_known_only_by_the_closed_connection_its_peers_saw_is_dead(jobs, tmp_path):
-    c, out, _ = jobs
+    c, out = jobs[0], jobs[1]["sigkill"]
     # the ranks' own output, as `srun -o task-%t.out` keeps it: srun's own lines ("srun: error:
     # node2: task 3: Killed") went to the terminal; only gloo's "Connection closed (or reset) by peer
     # [addr]:port" in a peer's output says rank 3 ended
