@@ -1,7 +1,7 @@
 """``bench --pairwise`` on 8 namespace nodes at 200 Mbit/s: the hunt names exactly the planted
 faults -- node5's link at 40 Mbit/s (its pairs held against the links' expected class name that
 link), and in the same hunt only the traffic between node2 and node6 at 40 Mbit/s (tc HTB
-classes with a u32 filter on the destination address) and node3<->node7 out of time at 32 kbit/s
+classes with a u32 filter on the destination address) and node3<->node7 out of time at 64 kbit/s
 (README's acceptance fleet: one node and one link at 40 Mbit/s) -- and nothing on four of the
 fleet's nodes, healthy (the planted hunt holds the 8-node fleet's 19 healthy pairs normal and
 unnamed; a healthy hunt over all 8 cost 8 torch imports and 7 rounds more to prove the same);
@@ -108,14 +108,14 @@ def test_healthy_nodes_name_nothing(fleet, tmp_path):
 
 def test_the_planted_node_and_links_are_named_one_of_them_out_of_time(fleet, tmp_path):
     """README's acceptance hunt: one node and one link at 40 Mbit/s in one hunt -- node5's link
-    (tc tbf), only node2<->node6 (HTB by destination) -- and node3<->node7 at 32 kbit/s, where
-    one probe exchange (16 KiB each way) already takes longer than the pair's time, so that
+    (tc tbf), only node2<->node6 (HTB by destination) -- and node3<->node7 at 64 kbit/s, where
+    one probe exchange (16 KiB each way, 2 s) already takes twice the pair's time, so that
     exchange is the figure and the pair is out of time. Exactly node5 and the two links are
     named, no node is failed, and the hunt still ends within its limit."""
     c, hostfile = fleet
     c.set_rate("node5", SLOW)
     slow_link_by_destination(c, "node2", "node6", SLOW)
-    slow_link_by_destination(c, "node3", "node7", "32kbit")
+    slow_link_by_destination(c, "node3", "node7", "64kbit")
     try:
         doc = hunt(c, hostfile, "-o", str(tmp_path / "hunt.json"))
     finally:
