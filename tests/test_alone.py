@@ -35,7 +35,7 @@ def test_{name}(i):
     start = time.monotonic()
     child = subprocess.run([sys.executable, "-c", "import os; print(os.getpriority(0, 0))"],
                            capture_output=True, text=True, check=True).stdout.strip()
-    time.sleep(0.3)
+    time.sleep(0.25)
     with open({log!r}, "a") as f:
         f.write(f"{name} {{start}} {{time.monotonic()}} {{os.environ['PYTEST_XDIST_WORKER']}} "
                 f"{{os.getpriority(0, 0)}} {{child}}\\n")
@@ -67,7 +67,7 @@ def test_alone_tests_run_one_at_a_time_on_one_worker_and_the_others_beside_them_
         (tmp_path / f"test_{name}.py").write_text(
             MODULE.format(name=name, mark=mark, log=str(log), count=count))
     out = subprocess.run([sys.executable, "-m", "pytest", "-q", *readme_xdist_options(),
-                          "-p", "no:cacheprovider", str(tmp_path)],
+                          "-p", "no:cacheprovider", "-p", "no:hypothesispytest", str(tmp_path)],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     rows = [line.split() for line in log.read_text().splitlines()]

@@ -41,8 +41,8 @@ def test_shaped_link_class_and_a_planted_slow_link(make_cluster):
         assert (exp["class"], exp["verdict"]) == ("tcp-shaped", "normal"), exp
         assert exp["range"][1] == pytest.approx(0.0255) and "tc qdisc" in exp["notes"][0]
 
-        c.set_rate(slow_node, SLOW)
-        out = bench(c, "-b", "1M", "-e", "4M", "-w", "1", "-n", "3")
+        c.set_rate(slow_node, SLOW)  # one size: at a fifth of the rate, 4 MB took 5 s more
+        out = bench(c, "-b", "1M", "-e", "1M", "-w", "1", "-n", "3")
         assert "verdict            : low:" in out.stdout
         named = f"limited by         : {slow_node.addr} eth0: shaped to 40Mbit by tc (tbf)"
         assert named in out.stdout, out.stdout[-1500:]
