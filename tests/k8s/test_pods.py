@@ -19,8 +19,10 @@ master.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -195,7 +197,8 @@ def mpijob_rank(c, tmp: Path):
 
 
 def mpijob_launcher(c, command: str, tmp: Path, hostfile_lines: list[str],
-                    env: dict[str, str], nodes: int = 2, timeout: float = 200):
+                    env: dict[str, str], nodes: int = 2, timeout: float = 200,
+                    ssh_config: str | None = None):
     """The MPIJob launcher's rendered command for probe or the hunt (over ssh, on the
     operator's hostfile, here written with ``hostfile_lines``), with the launcher's env."""
     (job,) = rendered(command, "mpijob", free_port(), nodes=nodes)
@@ -203,17 +206,72 @@ def mpijob_launcher(c, command: str, tmp: Path, hostfile_lines: list[str],
     hostfile = tmp / "hostfile"
     hostfile.write_text("".join(f"{line}\n" for line in hostfile_lines))
     argv = [str(hostfile) if a == "/etc/mpi/hostfile" else a for a in launcher["command"]]
-    argv = [BIN, *argv[1:], "--ssh-config", c.ssh_config]
+    argv = [BIN, *argv[1:], "--ssh-config", ssh_config or c.ssh_config]
     return run_here(argv, {k: v.replace("/etc/mpi/hostfile", str(hostfile))
                            for k, v in env.items()}, timeout=timeout)
 
 
+def kubelet_expand(arg: str, env: dict[str, str]) -> str:
+    """``$(VAR)`` in a container's command, as the kubelet expands it from the container's env
+    (an unknown name stays as written)."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), arg)
+
+
+WORKER_PORT = 2222
+
+
+def listening(addr: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((addr, port)) == 0
+
+
+@contextlib.contextmanager
+def worker_sshds(c, command: str, tmp: Path, nodes: int = 2):
+    """The MPIJob workers: each node runs the rendered worker command (its sshd, with the
+    ``$(VAR)``s the kubelet expands from the env the manifest and the operator give worker i:
+    downward API, ``K_MPI_JOB_ROLE=worker``) in the pod's filesystem (its labels file), on
+    port WORKER_PORT with the cluster's keys. Yields an ssh_config that reaches them."""
+    (job,) = rendered(command, "mpijob", free_port(), nodes=nodes)
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    procs = []
+    try:
+        for n in range(nodes):
+            env = {"POD_NAME": f"{job['metadata']['name']}-worker-{n}", "POD_NAMESPACE": "default",
+                   "NODE_NAME": c.nodes[n].name, "K_MPI_JOB_ROLE": "worker"}
+            scratch = pod_files(tmp / f"worker{n}", pod_labels("mpijob", n))
+            argv = [kubelet_expand(a, env) for a in worker["command"]] + [
+                "-f", str(c.state_dir / "sshd_config"), "-p", str(WORKER_PORT), "-o",
+                f"PidFile={scratch}/sshd.pid"]
+            with open(tmp / f"worker{n}.log", "ab") as log:
+                procs.append(subprocess.Popen(c.exec_argv(n, in_pod_fs(scratch, argv)),
+                                              stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                              start_new_session=True))
+        end = time.monotonic() + 20
+        for n, proc in enumerate(procs):
+            while not listening(c.addrs[n], WORKER_PORT):
+                assert proc.poll() is None and time.monotonic() < end, (
+                    tmp / f"worker{n}.log").read_text()[-800:]
+                time.sleep(0.05)
+        config = tmp / "ssh_config"
+        config.write_text(Path(c.ssh_config).read_text().replace(
+            "    Port 22\n", f"    Port {WORKER_PORT}\n"))
+        yield str(config)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
 def intel_mpi_probe(c, tmp: Path):
     """The MPIJob probe launcher's command on an Intel MPI hostfile (``host:8``, mpi-operator
-    v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE; then the same file by hand: refused."""
+    v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE, over ssh to the workers' rendered sshd; then
+    the same file by hand: refused."""
     lines = [f"{a}:8" for a in c.addrs[:2]]
-    inside = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "launcher",
-                                                      "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"})
+    with worker_sshds(c, "probe", tmp) as config:
+        inside = mpijob_launcher(c, "probe", tmp, lines, {
+            "K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"},
+            ssh_config=config)
     by_hand = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "",
                                                        "I_MPI_HYDRA_HOST_FILE": ""}, timeout=60)
     return inside, by_hand
@@ -478,13 +536,21 @@ def test_probe_in_the_pods_of_each_api_matches_ssh_and_names_the_pod(runs, api):
         assert ssh_launcher["kind"] is None and "pod" not in ssh_launcher
 
 
-def test_mpijob_probe_launcher_matches_ssh(runs):
-    """The MPIJob probe is its launcher's ``probe --hostfile /etc/mpi/hostfile`` over ssh (the
-    workers run sshd): the same nodes' facts as probe over ssh from outside."""
-    _, (inside, _), results = result(runs, "intel-probe")
+def test_mpijob_probe_launcher_matches_ssh_and_names_each_workers_pod(runs):
+    """The MPIJob probe is its launcher's ``probe --hostfile /etc/mpi/hostfile`` over ssh to
+    the workers' rendered sshd: the same nodes' facts as probe over ssh from outside, and the
+    launcher facts of each worker name the API, its pod, node and topology labels (its sshd's
+    ``SetEnv``), as the other APIs' pods do; no rank (mpirun gives ranks)."""
+    c, (inside, _), results = result(runs, "intel-probe")
     assert inside[0] == 0, inside[2][-1500:]
     got = json.loads(inside[1])["nodes"]
     assert [comparable(f) for f in got] == [comparable(f) for f in ssh_facts(results)]
+    for n, facts in enumerate(got):
+        launcher = facts["sections"]["host"]["data"]["launcher"]
+        assert launcher["kind"] is None and launcher["rank"] is None
+        assert launcher["pod"] == {"job_api": "mpijob", "pod": f"ncclcheck-probe-worker-{n}",
+                                   "namespace": "default", "node": c.nodes[n].name,
+                                   "topology": {"topology.kubernetes.io/zone": f"zone-{n % 2}"}}
 
 
 def test_label_nodes_in_a_pod_patches_its_node_with_the_in_cluster_config(runs, tmp_path):
