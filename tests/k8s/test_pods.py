@@ -14,7 +14,7 @@ module: the 2-node runs use its first two nodes. The runs start together from on
 fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU);
 the hunts run after them, one at a time, so no other run's load makes a pair slow. Each test
 then checks what differs between the APIs: how its pods found their node rank, node count and
-master.
+master. Runs under Intel MPI's or MPICH's mpirun use Hydra installs (:data:`HYDRAS`).
 """
 
 from __future__ import annotations
@@ -193,6 +193,37 @@ def mpijob_rank(c, tmp: Path):
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
     argv, env = mpirun_argv(c, launcher, tmp)
     argv = argv[:argv.index(BIN) + 1] + ["rank", "--json"]
+    return run_here(argv, env, timeout=120)
+
+
+#: Hydra installs (the ``mpirun`` of Intel MPI and MPICH) to run ``rank`` under:
+#: ``NCCLCHECK_TEST_HYDRA="mpich=PREFIX,intel=PREFIX"``, else MPICH's wheel in ``.hydra``
+#: (scripts/install-test-deps; ``pip install --prefix .hydra mpich``; Intel MPI's is
+#: ``impi-rt``).
+HYDRAS = dict(kv.split("=", 1) for kv in os.environ.get("NCCLCHECK_TEST_HYDRA", "").split(",")
+              if "=" in kv) or {"mpich": str(Path(__file__).parents[2] / ".hydra")}
+
+
+def hydra_rank(c, impl: str, tmp: Path):
+    """README's ``mpirun -ppn 1 ncclcheck rank`` with Intel MPI's or MPICH's mpirun (Hydra), in an
+    MPIJob launcher: the operator's env for that implementation (mpi-operator v0.8.0
+    l.196-214: the hostfile named by I_MPI_HYDRA_HOST_FILE or HYDRA_HOST_FILE, its lines
+    ``host:8`` for slotsPerWorker 8, l.1325-1336) and no MASTER_ADDR anywhere."""
+    prefix = HYDRAS[impl]
+    hostfile = tmp / "hostfile"
+    hostfile.write_text("".join(f"{a}:8\n" for a in c.addrs[:2]))
+    # for the namespace cluster: ssh's config, and the address the proxies call back (this
+    # machine's name resolves nowhere there): -localhost (MPICH), the bridge's (Intel MPI)
+    ssh = f"-F {c.ssh_config}"
+    env = {"K_MPI_JOB_ROLE": "launcher", "PATH": f"{prefix}/bin:{os.environ['PATH']}"}
+    argv = [f"{prefix}/bin/mpirun", "-n", "2", "-ppn", "1", BIN, "rank", "--json"]
+    if impl == "intel":
+        env.update(I_MPI_HYDRA_HOST_FILE=str(hostfile), I_MPI_PERHOST="8", I_MPI_ROOT=prefix,
+                   I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS=ssh,
+                   I_MPI_HYDRA_IFACE=c.links[0]["bridge"])
+    else:  # the operator sets HYDRA_LAUNCH_EXTRA_ARGS; MPICH's Hydra reads HYDRA_LAUNCHER_...
+        env.update(HYDRA_HOST_FILE=str(hostfile), HYDRA_LAUNCHER_EXTRA_ARGS=ssh)
+        argv[1:1] = ["-localhost", c.gateway]
     return run_here(argv, env, timeout=120)
 
 
@@ -400,6 +431,10 @@ def _run_all(c, tmp, ssh_out, tmp_path_factory):
         "intel-probe": lambda: intel_mpi_probe(c, tmp_path_factory.mktemp("intel")),
         "label": lambda: label_pod(c, tmp_path_factory.mktemp("label")),
     }
+    for impl in HYDRAS:
+        if Path(HYDRAS[impl], "bin", "mpirun").exists():
+            jobs[f"hydra-{impl}"] = (lambda impl=impl: hydra_rank(
+                c, impl, tmp_path_factory.mktemp(impl)))
     if HAS_MPIRUN:
         jobs["mpijob"] = lambda: mpijob_bench(c, tmp_path_factory.mktemp("mpijob"))
         jobs["mpijob-rank"] = lambda: mpijob_rank(c, tmp_path_factory.mktemp("mpirank"))
@@ -600,6 +635,25 @@ def test_rank_under_the_mpijob_launchers_mpirun_gives_each_node_its_rank(runs):
     """``mpirun --map-by ppr:1:node ncclcheck rank``: each worker its node rank, and rank 0's
     address learned over MPI as bench learns it (no MASTER_ADDR given)."""
     c, (code, out, err), _ = result(runs, "mpijob-rank")
+    assert code == 0, err[-2000:]
+    values = sorted((json.loads(line) for line in out.splitlines() if line.startswith("{")),
+                    key=lambda v: v["NODE_RANK"])
+    assert [(v["NNODES"], v["NODE_RANK"], v["MASTER_ADDR"]) for v in values] == [
+        (2, 0, c.addrs[0]), (2, 1, c.addrs[0])]
+    assert values[0]["MASTER_PORT"] == values[1]["MASTER_PORT"]
+
+
+@pytest.mark.parametrize("impl", ["mpich", "intel"])
+def test_rank_under_hydras_mpirun_in_an_mpijob_learns_rank_0_over_mpi(runs, impl):
+    """``mpirun -n 2 -ppn 1 ncclcheck rank`` under Intel MPI's or MPICH's mpirun (Hydra), with
+    the MPIJob launcher's ``host:8`` hostfile and no MASTER_ADDR: each node its rank, both the
+    same rank-0 address, which rank 0 told over MPI (MPICH ABI, ncclcheck/bench/mpiaddr.py);
+    before, rank stopped with "mpirun -genv MASTER_ADDR HOST". Never hangs (120 s at most)."""
+    if f"hydra-{impl}" not in runs[1]:
+        if impl == "mpich" and os.environ.get("CI"):
+            pytest.fail("MPICH's Hydra is not in .hydra (scripts/install-test-deps)")
+        pytest.skip(f"no {impl} Hydra (NCCLCHECK_TEST_HYDRA={impl}=PREFIX)")
+    c, (code, out, err), _ = result(runs, f"hydra-{impl}")
     assert code == 0, err[-2000:]
     values = sorted((json.loads(line) for line in out.splitlines() if line.startswith("{")),
                     key=lambda v: v["NODE_RANK"])
