@@ -373,8 +373,8 @@ def rank_values(hostfile: str | None, nodes: int | None = None, port_range: str 
                            "(mpirun --map-by ppr:1:node; Intel MPI, MPICH: -ppn 1)")
         addr = master_address(environ) or ("127.0.0.1" if ident["world_size"] == 1 else None)
         if not addr:
-            raise BadInput("under mpirun: no MASTER_ADDR, and only Open MPI tells where rank 0 "
-                           "runs: mpirun -genv MASTER_ADDR HOST (Intel MPI, MPICH)")
+            raise BadInput("under mpirun: no MASTER_ADDR, and MPI did not tell where rank 0 "
+                           "runs: mpirun -x MASTER_ADDR=HOST (Intel MPI, MPICH: -genv)")
         return node_values(ident["rank"], ident["world_size"], addr, ports, master_port,
                            notes=notes)
     if launcher is None and job and job["api"] == "mpijob":  # the operator's hostfile

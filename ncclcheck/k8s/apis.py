@@ -5,6 +5,14 @@
   have it, as the MPI operator's images do); the launcher asks for no GPU and runs
   ``mpirun -np N --map-by ppr:1:node`` (one rank per node) for bench; probe and the hunt run
   over ssh from the launcher with the operator's hostfile (``--hostfile /etc/mpi/hostfile``).
+  An ssh session does not get the container's environment (the operator only sets
+  ``K_MPI_JOB_ROLE=worker`` there and starts ``/usr/sbin/sshd -De``: mpi-operator v0.8.0
+  ``pkg/controller/mpi_job_controller.go`` l.175-180, 1503-1506), so the worker's sshd gets
+  ``-o SetEnv=`` of the role and the pod's downward-API variables (OpenSSH >= 8.7's
+  ``sshd_config`` ``SetEnv``: "override the default environment"); the kubelet expands
+  ``$(POD_NAME)`` in ``command`` from the container's env (the CRD's ``command`` description,
+  ``manifests/base/kubeflow.org_mpijobs.yaml`` l.1075-1085). Probe on a worker then names its
+  pod, namespace, node and topology labels as in the other APIs' pods.
 * **JobSet** (jobset.x-k8s.io/v1alpha2): one Job of N indexed pods, DNS hostnames, the
   coordinator pod 0-0 whose address reaches every pod as ``MASTER_ADDR`` (the
   ``jobset.sigs.k8s.io/coordinator`` annotation), ``NNODES`` and ``MASTER_PORT`` explicit, and
@@ -29,6 +37,9 @@ from ncclcheck.k8s.render import (RenderOptions, check, container, metadata, ncc
                                   pod_template, rbac, with_labeling)
 
 MPI_HOSTFILE = "/etc/mpi/hostfile"
+#: The worker's ssh sessions get the pod's variables (one ``SetEnv`` line: sshd keeps the first).
+WORKER_SETENV = ("SetEnv=K_MPI_JOB_ROLE=worker POD_NAME=$(POD_NAME) POD_NAMESPACE=$(POD_NAMESPACE) "
+                 "NODE_NAME=$(NODE_NAME)")
 
 
 def _argv(o: RenderOptions, torchrun: bool = False) -> list[str]:
@@ -49,7 +60,7 @@ def mpijob(o: RenderOptions) -> list[dict[str, Any]]:
         run = ncclcheck_argv(o)
         run[2:2] = ["--hostfile", MPI_HOSTFILE, "--nodes", str(o.nodes)]
     launcher = container(o, "launcher", with_labeling(o, run), gpus=False)
-    worker = container(o, "worker", ["/usr/sbin/sshd", "-De"])
+    worker = container(o, "worker", ["/usr/sbin/sshd", "-De", "-o", WORKER_SETENV])
     spec = {"slotsPerWorker": 1, "runPolicy": {"cleanPodPolicy": "Running", "backoffLimit": 0},
             "mpiImplementation": "OpenMPI",
             "mpiReplicaSpecs": {

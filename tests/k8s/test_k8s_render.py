@@ -173,6 +173,25 @@ def test_mpijob_launcher_runs_mpirun_one_rank_per_node_without_a_gpu():
         "nvidia.com/gpu": 8}
 
 
+def test_mpijob_worker_sshd_gives_ssh_sessions_the_pods_variables():
+    """The worker's ssh sessions get no container env (sshd builds their environment), so its
+    sshd sets the role and every downward-API variable with one ``SetEnv``; each ``$(VAR)`` names
+    a variable of the container (the kubelet leaves an unknown one unexpanded)."""
+    import re
+
+    for command in ("probe", "bench", "pairwise"):
+        (job,) = render(RenderOptions(command, "mpijob", IMAGE))
+        worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        argv = worker["command"]
+        assert argv[:3] == ["/usr/sbin/sshd", "-De", "-o"] and len(argv) == 4
+        assert [a for a in argv if a.startswith("SetEnv=")] == [argv[3]]  # sshd keeps the first
+        pairs = dict(p.split("=", 1) for p in argv[3][len("SetEnv="):].split(" "))
+        names = {e["name"] for e in worker["env"]}
+        assert pairs == {"K_MPI_JOB_ROLE": "worker", **{v: f"$({v})" for v in
+                                                        ("POD_NAME", "POD_NAMESPACE", "NODE_NAME")}}
+        assert set(re.findall(r"\$\((\w+)\)", argv[3])) <= names
+
+
 def test_a_broken_manifest_fails_the_schema():
     """The strict schemas do catch a misspelt field (a test that cannot fail is a defect)."""
     (job,) = render(RenderOptions("bench", "jobset", IMAGE))

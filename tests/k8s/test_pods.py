@@ -14,13 +14,15 @@ module: the 2-node runs use its first two nodes. The runs start together from on
 fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU);
 the hunts run after them, one at a time, so no other run's load makes a pair slow. Each test
 then checks what differs between the APIs: how its pods found their node rank, node count and
-master.
+master. Runs under Intel MPI's or MPICH's mpirun use Hydra installs (:data:`HYDRAS`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -194,8 +196,40 @@ def mpijob_rank(c, tmp: Path):
     return run_here(argv, env, timeout=120)
 
 
+#: Hydra installs (the ``mpirun`` of Intel MPI and MPICH) to run ``rank`` under:
+#: ``NCCLCHECK_TEST_HYDRA="mpich=PREFIX,intel=PREFIX"``, else MPICH's wheel in ``.hydra``
+#: (scripts/install-test-deps; ``pip install --prefix .hydra mpich``; Intel MPI's is
+#: ``impi-rt``).
+HYDRAS = dict(kv.split("=", 1) for kv in os.environ.get("NCCLCHECK_TEST_HYDRA", "").split(",")
+              if "=" in kv) or {"mpich": str(Path(__file__).parents[2] / ".hydra")}
+
+
+def hydra_rank(c, impl: str, tmp: Path):
+    """README's ``mpirun -ppn 1 ncclcheck rank`` with Intel MPI's or MPICH's mpirun (Hydra), in an
+    MPIJob launcher: the operator's env for that implementation (mpi-operator v0.8.0
+    l.196-214: the hostfile named by I_MPI_HYDRA_HOST_FILE or HYDRA_HOST_FILE, its lines
+    ``host:8`` for slotsPerWorker 8, l.1325-1336) and no MASTER_ADDR anywhere."""
+    prefix = HYDRAS[impl]
+    hostfile = tmp / "hostfile"
+    hostfile.write_text("".join(f"{a}:8\n" for a in c.addrs[:2]))
+    # for the namespace cluster: ssh's config, and the address the proxies call back (this
+    # machine's name resolves nowhere there): -localhost (MPICH), the bridge's (Intel MPI)
+    ssh = f"-F {c.ssh_config}"
+    env = {"K_MPI_JOB_ROLE": "launcher", "PATH": f"{prefix}/bin:{os.environ['PATH']}"}
+    argv = [f"{prefix}/bin/mpirun", "-n", "2", "-ppn", "1", BIN, "rank", "--json"]
+    if impl == "intel":
+        env.update(I_MPI_HYDRA_HOST_FILE=str(hostfile), I_MPI_PERHOST="8", I_MPI_ROOT=prefix,
+                   I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS=ssh,
+                   I_MPI_HYDRA_IFACE=c.links[0]["bridge"])
+    else:  # the operator sets HYDRA_LAUNCH_EXTRA_ARGS; MPICH's Hydra reads HYDRA_LAUNCHER_...
+        env.update(HYDRA_HOST_FILE=str(hostfile), HYDRA_LAUNCHER_EXTRA_ARGS=ssh)
+        argv[1:1] = ["-localhost", c.gateway]
+    return run_here(argv, env, timeout=120)
+
+
 def mpijob_launcher(c, command: str, tmp: Path, hostfile_lines: list[str],
-                    env: dict[str, str], nodes: int = 2, timeout: float = 200):
+                    env: dict[str, str], nodes: int = 2, timeout: float = 200,
+                    ssh_config: str | None = None):
     """The MPIJob launcher's rendered command for probe or the hunt (over ssh, on the
     operator's hostfile, here written with ``hostfile_lines``), with the launcher's env."""
     (job,) = rendered(command, "mpijob", free_port(), nodes=nodes)
@@ -203,17 +237,72 @@ def mpijob_launcher(c, command: str, tmp: Path, hostfile_lines: list[str],
     hostfile = tmp / "hostfile"
     hostfile.write_text("".join(f"{line}\n" for line in hostfile_lines))
     argv = [str(hostfile) if a == "/etc/mpi/hostfile" else a for a in launcher["command"]]
-    argv = [BIN, *argv[1:], "--ssh-config", c.ssh_config]
+    argv = [BIN, *argv[1:], "--ssh-config", ssh_config or c.ssh_config]
     return run_here(argv, {k: v.replace("/etc/mpi/hostfile", str(hostfile))
                            for k, v in env.items()}, timeout=timeout)
 
 
+def kubelet_expand(arg: str, env: dict[str, str]) -> str:
+    """``$(VAR)`` in a container's command, as the kubelet expands it from the container's env
+    (an unknown name stays as written)."""
+    return re.sub(r"\$\((\w+)\)", lambda m: env.get(m[1], m[0]), arg)
+
+
+WORKER_PORT = 2222
+
+
+def listening(addr: str, port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex((addr, port)) == 0
+
+
+@contextlib.contextmanager
+def worker_sshds(c, command: str, tmp: Path, nodes: int = 2):
+    """The MPIJob workers: each node runs the rendered worker command (its sshd, with the
+    ``$(VAR)``s the kubelet expands from the env the manifest and the operator give worker i:
+    downward API, ``K_MPI_JOB_ROLE=worker``) in the pod's filesystem (its labels file), on
+    port WORKER_PORT with the cluster's keys. Yields an ssh_config that reaches them."""
+    (job,) = rendered(command, "mpijob", free_port(), nodes=nodes)
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    procs = []
+    try:
+        for n in range(nodes):
+            env = {"POD_NAME": f"{job['metadata']['name']}-worker-{n}", "POD_NAMESPACE": "default",
+                   "NODE_NAME": c.nodes[n].name, "K_MPI_JOB_ROLE": "worker"}
+            scratch = pod_files(tmp / f"worker{n}", pod_labels("mpijob", n))
+            argv = [kubelet_expand(a, env) for a in worker["command"]] + [
+                "-f", str(c.state_dir / "sshd_config"), "-p", str(WORKER_PORT), "-o",
+                f"PidFile={scratch}/sshd.pid"]
+            with open(tmp / f"worker{n}.log", "ab") as log:
+                procs.append(subprocess.Popen(c.exec_argv(n, in_pod_fs(scratch, argv)),
+                                              stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                              start_new_session=True))
+        end = time.monotonic() + 20
+        for n, proc in enumerate(procs):
+            while not listening(c.addrs[n], WORKER_PORT):
+                assert proc.poll() is None and time.monotonic() < end, (
+                    tmp / f"worker{n}.log").read_text()[-800:]
+                time.sleep(0.05)
+        config = tmp / "ssh_config"
+        config.write_text(Path(c.ssh_config).read_text().replace(
+            "    Port 22\n", f"    Port {WORKER_PORT}\n"))
+        yield str(config)
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=10)
+
+
 def intel_mpi_probe(c, tmp: Path):
     """The MPIJob probe launcher's command on an Intel MPI hostfile (``host:8``, mpi-operator
-    v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE; then the same file by hand: refused."""
+    v0.8.0 l.1325) named by I_MPI_HYDRA_HOST_FILE, over ssh to the workers' rendered sshd; then
+    the same file by hand: refused."""
     lines = [f"{a}:8" for a in c.addrs[:2]]
-    inside = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "launcher",
-                                                      "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"})
+    with worker_sshds(c, "probe", tmp) as config:
+        inside = mpijob_launcher(c, "probe", tmp, lines, {
+            "K_MPI_JOB_ROLE": "launcher", "I_MPI_HYDRA_HOST_FILE": "/etc/mpi/hostfile"},
+            ssh_config=config)
     by_hand = mpijob_launcher(c, "probe", tmp, lines, {"K_MPI_JOB_ROLE": "",
                                                        "I_MPI_HYDRA_HOST_FILE": ""}, timeout=60)
     return inside, by_hand
@@ -342,6 +431,10 @@ def _run_all(c, tmp, ssh_out, tmp_path_factory):
         "intel-probe": lambda: intel_mpi_probe(c, tmp_path_factory.mktemp("intel")),
         "label": lambda: label_pod(c, tmp_path_factory.mktemp("label")),
     }
+    for impl in HYDRAS:
+        if Path(HYDRAS[impl], "bin", "mpirun").exists():
+            jobs[f"hydra-{impl}"] = (lambda impl=impl: hydra_rank(
+                c, impl, tmp_path_factory.mktemp(impl)))
     if HAS_MPIRUN:
         jobs["mpijob"] = lambda: mpijob_bench(c, tmp_path_factory.mktemp("mpijob"))
         jobs["mpijob-rank"] = lambda: mpijob_rank(c, tmp_path_factory.mktemp("mpirank"))
@@ -478,13 +571,21 @@ def test_probe_in_the_pods_of_each_api_matches_ssh_and_names_the_pod(runs, api):
         assert ssh_launcher["kind"] is None and "pod" not in ssh_launcher
 
 
-def test_mpijob_probe_launcher_matches_ssh(runs):
-    """The MPIJob probe is its launcher's ``probe --hostfile /etc/mpi/hostfile`` over ssh (the
-    workers run sshd): the same nodes' facts as probe over ssh from outside."""
-    _, (inside, _), results = result(runs, "intel-probe")
+def test_mpijob_probe_launcher_matches_ssh_and_names_each_workers_pod(runs):
+    """The MPIJob probe is its launcher's ``probe --hostfile /etc/mpi/hostfile`` over ssh to
+    the workers' rendered sshd: the same nodes' facts as probe over ssh from outside, and the
+    launcher facts of each worker name the API, its pod, node and topology labels (its sshd's
+    ``SetEnv``), as the other APIs' pods do; no rank (mpirun gives ranks)."""
+    c, (inside, _), results = result(runs, "intel-probe")
     assert inside[0] == 0, inside[2][-1500:]
     got = json.loads(inside[1])["nodes"]
     assert [comparable(f) for f in got] == [comparable(f) for f in ssh_facts(results)]
+    for n, facts in enumerate(got):
+        launcher = facts["sections"]["host"]["data"]["launcher"]
+        assert launcher["kind"] is None and launcher["rank"] is None
+        assert launcher["pod"] == {"job_api": "mpijob", "pod": f"ncclcheck-probe-worker-{n}",
+                                   "namespace": "default", "node": c.nodes[n].name,
+                                   "topology": {"topology.kubernetes.io/zone": f"zone-{n % 2}"}}
 
 
 def test_label_nodes_in_a_pod_patches_its_node_with_the_in_cluster_config(runs, tmp_path):
@@ -534,6 +635,25 @@ def test_rank_under_the_mpijob_launchers_mpirun_gives_each_node_its_rank(runs):
     """``mpirun --map-by ppr:1:node ncclcheck rank``: each worker its node rank, and rank 0's
     address learned over MPI as bench learns it (no MASTER_ADDR given)."""
     c, (code, out, err), _ = result(runs, "mpijob-rank")
+    assert code == 0, err[-2000:]
+    values = sorted((json.loads(line) for line in out.splitlines() if line.startswith("{")),
+                    key=lambda v: v["NODE_RANK"])
+    assert [(v["NNODES"], v["NODE_RANK"], v["MASTER_ADDR"]) for v in values] == [
+        (2, 0, c.addrs[0]), (2, 1, c.addrs[0])]
+    assert values[0]["MASTER_PORT"] == values[1]["MASTER_PORT"]
+
+
+@pytest.mark.parametrize("impl", ["mpich", "intel"])
+def test_rank_under_hydras_mpirun_in_an_mpijob_learns_rank_0_over_mpi(runs, impl):
+    """``mpirun -n 2 -ppn 1 ncclcheck rank`` under Intel MPI's or MPICH's mpirun (Hydra), with
+    the MPIJob launcher's ``host:8`` hostfile and no MASTER_ADDR: each node its rank, both the
+    same rank-0 address, which rank 0 told over MPI (MPICH ABI, ncclcheck/bench/mpiaddr.py);
+    before, rank stopped with "mpirun -genv MASTER_ADDR HOST". Never hangs (120 s at most)."""
+    if f"hydra-{impl}" not in runs[1]:
+        if impl == "mpich" and os.environ.get("CI"):
+            pytest.fail("MPICH's Hydra is not in .hydra (scripts/install-test-deps)")
+        pytest.skip(f"no {impl} Hydra (NCCLCHECK_TEST_HYDRA={impl}=PREFIX)")
+    c, (code, out, err), _ = result(runs, f"hydra-{impl}")
     assert code == 0, err[-2000:]
     values = sorted((json.loads(line) for line in out.splitlines() if line.startswith("{")),
                     key=lambda v: v["NODE_RANK"])
