@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import needs_netns
@@ -38,11 +37,14 @@ def iptables(c, node, *args):
                    capture_output=True)
 
 
-CASES = {"drop-own-subnet": (DROP, "rank 0 on node1"), "rhel-reject": (RHEL, "rank 1 on node2")}
-
-
-def bench_behind(c, rules, hostfile):
-    """``bench`` on ``c`` with ``rules`` on node1: (the finished process, its seconds)."""
+@pytest.mark.parametrize("rules,first", [(DROP, "rank 0 on node1"), (RHEL, "rank 1 on node2")],
+                         ids=["drop-own-subnet", "rhel-reject"])
+def test_bench_behind_a_firewall_names_it(make_cluster, tmp_path, rules, first):
+    if not shutil.which("iptables"):
+        pytest.fail("iptables is missing: scripts/install-test-deps installs it")
+    c = make_cluster(2)
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node1\nnode2\n")
     for rule in rules:
         iptables(c, "node1", *rule)
     try:
@@ -51,31 +53,9 @@ def bench_behind(c, rules, hostfile):
             [sys.executable, "-m", "ncclcheck", "bench", "--nodes", "2", "--hostfile",
              str(hostfile), "--ssh-config", c.ssh_config, "-e", "1M"],
             capture_output=True, text=True, timeout=120)
-        return out, time.monotonic() - started
+        took = time.monotonic() - started
     finally:
         iptables(c, "node1", "-F", "INPUT")
-
-
-@pytest.fixture(scope="module")
-def firewalled(make_cluster, tmp_path_factory):
-    """Each rule set on node1 of a cluster of its own, the two runs side by side (each waits out
-    the 15 s rendezvous deadline; what they are held to, within 60 s, is not a timing of the
-    shared CPU): {case: (cluster, process, seconds)}."""
-    if not shutil.which("iptables"):
-        pytest.fail("iptables is missing: scripts/install-test-deps installs it")
-    hostfile = tmp_path_factory.mktemp("firewall") / "hosts"
-    hostfile.write_text("node1\nnode2\n")
-    clusters = {case: make_cluster(2, fresh=index > 0) for index, case in enumerate(CASES)}
-    with ThreadPoolExecutor(len(CASES)) as pool:
-        runs = {case: pool.submit(bench_behind, clusters[case], CASES[case][0], hostfile)
-                for case in CASES}
-    return {case: (clusters[case], *runs[case].result()) for case in CASES}
-
-
-@pytest.mark.parametrize("case", list(CASES))
-def test_bench_behind_a_firewall_names_it(firewalled, case):
-    c, out, took = firewalled[case]
-    first = CASES[case][1]
     assert out.returncode == 1, out.stderr[-2000:]
     error = out.stderr.strip().splitlines()[-1]
     assert error.startswith(f"ncclcheck: error: {first}"), error

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from conftest import needs_netns
@@ -34,61 +33,19 @@ def in_tmp(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def one_node_started(tmp_path_factory):
-    """One torchrun job of 2 ranks on this node, started when first asked for and read in the
-    background: ``(tmp_path, port, future)``, the future's result the finished process. The
-    two-node test asks first, so the two jobs run side by side (neither asserts a timing)."""
+def one_node(tmp_path_factory):
+    """One torchrun job of 2 ranks on this node, shared by the tests below: bench prints its
+    table to stdout and writes its document with ``-o`` (the same document ``--json`` prints)."""
     tmp_path = tmp_path_factory.mktemp("torchrun")
     port = free_port()
-    with ThreadPoolExecutor(1) as pool:
-        yield tmp_path, port, pool.submit(
-            subprocess.run,
-            [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-             "--master-addr", "127.0.0.1", "--master-port", str(port),
-             "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1",
-             "--timeout", "30", "-o", str(tmp_path / "bench.json"),
-             "--nccl-log-dir", str(tmp_path / "logs")],
-            capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
-
-
-@pytest.fixture(scope="module")
-def one_node(one_node_started):
-    """The one-node job, finished, shared by the tests below: bench prints its table to stdout
-    and writes its document with ``-o`` (the same document ``--json`` prints)."""
-    tmp_path, port, job = one_node_started
-    return tmp_path, port, job.result()
-
-
-@pytest.mark.netns
-@needs_netns
-def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster, tmp_path, one_node_started):
-    """The README recipe on each node of a 2-node cluster: ``ncclcheck rank`` gives torchrun its
-    values, torchrun starts one rank per node, bench reports once, from rank 0 on node1. The
-    one-node job runs beside it (``one_node_started``)."""
-    c = make_cluster(2)
-    py = sys.executable
-    (tmp_path / "tmp").mkdir()
-    script = (f'export TMPDIR={tmp_path / "tmp"} && '  # torchrun's torchelastic_* go there
-              f'eval "$({py} -m ncclcheck rank --hostfile {c.hostfile})" && exec {py} -m '
-              "torch.distributed.run --nnodes=$NNODES --node-rank=$NODE_RANK "
-              "--nproc-per-node=$NPROC_PER_NODE --master-addr=$MASTER_ADDR "
-              "--master-port=$MASTER_PORT -m ncclcheck bench -b 1K -e 16K -f 4 -n 2 -w 1 "
-              "--timeout 30 --json")
-    ssh = SSH(ssh_config=c.ssh_config)
-    runs = [ssh.start(Target(node.addr), ["sh", "-c", script], deadline=150) for node in c.nodes]
-    results = [run.result(timeout=120) for run in runs]
-    assert all(r.ok for r in results), [r.error for r in results]
-    doc = json.loads(results[0].stdout)
-    assert results[1].stdout.strip() == ""                       # rank 1 printed nothing
-    assert doc["launch"] == {"mode": "torchrun", "master_addr": c.nodes[0].addr,
-                             "master_port": 29500}
-    assert (doc["world_size"], doc["nodes"], doc["wrong_total"]) == (2, ["node1", "node2"], 0)
-    assert doc["transport"]["interfaces"] == ["eth0"]
-    for row in doc["rows"]:
-        for cell in (row["out_of_place"], row["in_place"]):
-            assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
-    for node in c.nodes:
-        assert [p for p in c.pids(node) if p != node.sshd_pid] == []
+    out = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+         "--master-addr", "127.0.0.1", "--master-port", str(port),
+         "-m", "ncclcheck", "bench", "-b", "1K", "-e", "16K", "-f", "4", "-n", "2", "-w", "1",
+         "--timeout", "30", "-o", str(tmp_path / "bench.json"),
+         "--nccl-log-dir", str(tmp_path / "logs")],
+        capture_output=True, text=True, timeout=120, env=in_tmp(tmp_path))
+    return tmp_path, port, out
 
 
 def test_ranks_under_torchrun_keep_torchs_warnings_in_their_logs(one_node):
@@ -124,3 +81,34 @@ def test_bench_under_torchrun_reports_once_from_rank_0(one_node):
     assert out.stdout.count("# ncclcheck bench:") == 1
     assert sum(1 for ln in out.stdout.splitlines() if ln.split()[:1] in (["1024"], ["4096"],
                                                                           ["16384"])) == 3
+
+
+@pytest.mark.netns
+@needs_netns
+def test_torchrun_on_two_nodes_with_ncclcheck_rank(make_cluster, tmp_path):
+    """The README recipe on each node of a 2-node cluster: ``ncclcheck rank`` gives torchrun its
+    values, torchrun starts one rank per node, bench reports once, from rank 0 on node1."""
+    c = make_cluster(2)
+    py = sys.executable
+    (tmp_path / "tmp").mkdir()
+    script = (f'export TMPDIR={tmp_path / "tmp"} && '  # torchrun's torchelastic_* go there
+              f'eval "$({py} -m ncclcheck rank --hostfile {c.hostfile})" && exec {py} -m '
+              "torch.distributed.run --nnodes=$NNODES --node-rank=$NODE_RANK "
+              "--nproc-per-node=$NPROC_PER_NODE --master-addr=$MASTER_ADDR "
+              "--master-port=$MASTER_PORT -m ncclcheck bench -b 1K -e 16K -f 4 -n 2 -w 1 "
+              "--timeout 30 --json")
+    ssh = SSH(ssh_config=c.ssh_config)
+    runs = [ssh.start(Target(node.addr), ["sh", "-c", script], deadline=150) for node in c.nodes]
+    results = [run.result(timeout=120) for run in runs]
+    assert all(r.ok for r in results), [r.error for r in results]
+    doc = json.loads(results[0].stdout)
+    assert results[1].stdout.strip() == ""                       # rank 1 printed nothing
+    assert doc["launch"] == {"mode": "torchrun", "master_addr": c.nodes[0].addr,
+                             "master_port": 29500}
+    assert (doc["world_size"], doc["nodes"], doc["wrong_total"]) == (2, ["node1", "node2"], 0)
+    assert doc["transport"]["interfaces"] == ["eth0"]
+    for row in doc["rows"]:
+        for cell in (row["out_of_place"], row["in_place"]):
+            assert cell["busbw_gbps"] == pytest.approx(row["size_bytes"] / 1e3 / cell["time_us"])
+    for node in c.nodes:
+        assert [p for p in c.pids(node) if p != node.sshd_pid] == []
