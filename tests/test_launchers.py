@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -164,7 +165,9 @@ def test_killing_one_task_fails_the_step_and_leaves_nothing(slurm_cluster):
                 victim = pid
         time.sleep(0.5)
     assert victim, "rank 1 never started"
-    time.sleep(8)  # into the sweep
+    # into the sweep: rank 0 streams a size's row (flushed) once both ranks have run that size
+    row = next((ln for ln in proc.stdout if ln.strip() and not ln.startswith("#")), None)
+    assert row and proc.poll() is None, row
     killed = time.monotonic()
     os.kill(victim, 9)
     _, err = proc.communicate(timeout=60)
@@ -183,14 +186,20 @@ def test_mpirun_two_nodes_with_and_without_master_addr(make_cluster):
     base = ["mpirun", "--allow-run-as-root", "-np", "2", "--host", hosts, "-mca",
             "plm_rsh_args", f"-F {c.ssh_config}", "-mca", "btl_tcp_if_include", c.links[0]["subnet"],
             "-mca", "oob_tcp_if_include", c.links[0]["subnet"]]
-    out, _ = run(base + ["-x", f"MASTER_ADDR={c.addrs[0]}", BIN, "bench", *SMALL, "--json"],
-                 dict(os.environ))
+    # the two jobs side by side (neither asserts a timing), on two rendezvous ports of node1
+    with ThreadPoolExecutor(2) as pool:
+        given = pool.submit(run, base + ["-x", f"MASTER_ADDR={c.addrs[0]}", "-x",
+                                         "MASTER_PORT=29501", BIN, "bench", *SMALL, "--json"],
+                            dict(os.environ))
+        # no MASTER_ADDR: rank 0 says where it is over MPI (ncclcheck/bench/mpiaddr.py)
+        found = pool.submit(run, base + [BIN, "bench", *SMALL, "--json"], dict(os.environ))
+    out, _ = given.result()
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     assert (doc["world_size"], doc["nodes"], doc["launch"]["mode"]) == (2, ["node1", "node2"],
                                                                         "mpi")
-    # no MASTER_ADDR: rank 0 says where it is over MPI (ncclcheck/bench/mpiaddr.py)
-    out, took = run(base + [BIN, "bench", *SMALL, "--json"], dict(os.environ))
+    assert (doc["launch"]["master_addr"], doc["launch"]["master_port"]) == (c.addrs[0], 29501)
+    out, _ = found.result()
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
     assert (doc["world_size"], doc["launch"]["master_addr"]) == (2, c.addrs[0])

@@ -95,6 +95,8 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
             environ["MASTER_ADDR"] = found
     ident["master_addr"], ident["master_port"] = rendezvous(
         environ, launcher, opts.master_addr, opts.master_port)
+    where = f"rank {ident['rank']} on {socket.gethostname()}"
+    _check_address_before_torch(ident, environ, where)
     made_log_dir = not opts.nccl_log_dir
     log_dir = opts.nccl_log_dir or tempfile.mkdtemp(prefix="ncclcheck-bench-")
     os.makedirs(log_dir, exist_ok=True)
@@ -102,7 +104,6 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     os.environ.update(nccl_debug_env(dict(os.environ), log_dir))
     from ncclcheck.bench.rankio import library_output_to
 
-    where = f"rank {ident['rank']} on {socket.gethostname()}"
     kept = f" [rank logs kept in {log_dir}]"
     try:
         with library_output_to(os.path.join(log_dir, f"rank.{ident['rank']}.stderr")):
@@ -121,6 +122,21 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
         doc["launch"] = {"mode": launcher, "master_addr": ident["master_addr"],
                          "master_port": ident["master_port"]}
     return doc
+
+
+def _check_address_before_torch(ident: dict[str, Any], environ: dict[str, str],
+                                where: str) -> None:
+    """Resolve the rendezvous address (and check it is rank 0's own) before this rank imports
+    torch, the seconds of its start, and before it has logs: a wrong address fails at once,
+    named ``where``. The rank's rendezvous takes the answer (``master_resolved``), so a name is
+    looked up once."""
+    from ncclcheck.bench import meet
+
+    try:
+        ident["master_resolved"] = meet.check_address(str(ident["master_addr"] or "127.0.0.1"),
+                                                      int(ident["rank"]), environ)
+    except meet.RendezvousError as exc:
+        raise NcclcheckError(f"{where}: {exc}") from None
 
 
 def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress) -> dict | None:

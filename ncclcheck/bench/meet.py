@@ -191,11 +191,33 @@ def describe(addr: str, ip: str) -> str:
     return ip if addr == ip else f"{addr} ({ip})"
 
 
+def check_address(addr: str, rank: int, environ: dict[str, str]) -> tuple[str, str]:
+    """What :func:`join` refuses before any connection: an address that does not resolve, or
+    one that is not rank 0's own. Inside a launcher the rank checks this before it imports
+    torch (seconds of a rank's start), so a wrong address fails at once; :func:`join` then
+    takes the answer as ``resolved``. The address as :func:`resolve` gives it.
+
+    >>> check_address("198.18.254.254", 0, {})
+    Traceback (most recent call last):
+    ...
+    ncclcheck.bench.meet.RendezvousError: rank 0 hosts the rendezvous store but 198.18.254.254 is not an address of this node; fix: pass --master-addr (or MASTER_ADDR) with an address of the first node that every node can reach, or make the name resolve on every node (/etc/hosts, DNS)
+    >>> check_address("198.18.254.254", 1, {})
+    ('198.18.254.254', 'literal')
+    """
+    ip, how = resolve(addr, environ)
+    if rank == 0 and not is_local(ip):
+        raise RendezvousError(f"rank 0 hosts the rendezvous store but {describe(addr, ip)} is "
+                              f"not an address of this node; fix: {FIX}")
+    return ip, how
+
+
 def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, str],
-         host: str | None = None, deadline_s: float = DEADLINE_S) -> Any:
+         host: str | None = None, deadline_s: float = DEADLINE_S,
+         resolved: tuple[str, str] | None = None) -> Any:
     """Meet every rank at the rendezvous store and return it (its timeout then ``timeout_s``).
 
-    Sets ``ident["master_addr"]`` to the address it resolved to.
+    Sets ``ident["master_addr"]`` to the address it resolved to (``resolved``: what
+    :func:`check_address` already answered for it).
 
     Raises:
         RendezvousError: within about ``deadline_s``, naming the address, rank and node.
@@ -204,14 +226,11 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
     rank, world = int(ident["rank"]), int(ident["world_size"])
     addr, port = str(ident["master_addr"]), int(ident["master_port"])
     deadline = time.monotonic() + deadline_s
-    ip, _how = resolve(addr, environ)
+    ip, _how = resolved or check_address(addr, rank, environ)
     ident["master_addr"] = ip
     label = describe(addr, ip)
     short = datetime.timedelta(seconds=deadline_s)
     if rank == 0:
-        if not is_local(ip):
-            raise RendezvousError(f"rank 0 hosts the rendezvous store but {label} is "
-                                  f"not an address of this node; fix: {FIX}")
         # No check before: under torchrun the agent's own store already listens on this port
         # and torch's TCPStore still starts (its listeners share the port); only a failure is
         # told apart, as a port in use or a firewall.

@@ -186,7 +186,8 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
         raise RankFailure("sendrecv needs at least 2 ranks")
     ident = {**ident, "master_addr": ident["master_addr"] or "127.0.0.1"}
     try:  # resolves the address (Slurm's NodeAddr too); fails in 15 s naming rank and node
-        store = meet.join(dist, ident, float(spec["timeout_s"]), dict(os.environ))
+        store = meet.join(dist, ident, float(spec["timeout_s"]), dict(os.environ),
+                          resolved=ident.get("master_resolved"))
     except meet.RendezvousError as exc:
         raise RankFailure(str(exc)) from None
     if not cuda:

@@ -9,7 +9,9 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -54,12 +56,54 @@ def clean_run(tmp_path_factory):
     return tmp, out, arrivals
 
 
+def op_args(op: str) -> list[str]:
+    """test_every_op_checks_out's run of ``op``: one size; broadcast also checks -a 3
+    (nccl-tests: the slowest rank)."""
+    return ["--op", op, "--procs", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1",
+            "--dtype", "half" if op == "reduce_scatter" else "float", "--json",
+            *(["-a", "3"] if op == "broadcast" else [])]
+
+
+def compare_run(folder: Path) -> subprocess.CompletedProcess:
+    """test_compare_of_nccl_algo_on_gloo_names_no_winner's run, its files in ``folder``."""
+    ring, tree = folder / "ring.env", folder / "tree.env"
+    ring.write_text("NCCL_ALGO=Ring\n")
+    tree.write_text("NCCL_ALGO=Tree\n")
+    return bench("--op", "all_gather", "--procs", "2", "-b", "1K", "-e", "64K", "-f", "4",
+                 "-n", "5", "-w", "1", "--timeout", "30", "--compare", str(ring), str(tree),
+                 "-o", str(folder / "compare.json"))
+
+
 @pytest.fixture(scope="module")
-def bad_interface_run(tmp_path_factory):
+def side_by_side(tmp_path_factory):
+    """The runs whose tests assert no timing of the shared CPU, two at a time, all finished
+    before the first test that asks for them goes on (so none overlaps the clean run or the
+    killed rank): {name: (its folder, its result)}. The clean run and the killed rank run
+    alone: they are held to timings."""
+    folders = {name: tmp_path_factory.mktemp(name)
+               for name in ("badif", "all_reduce", "compare")}
+    jobs: dict[str, Any] = {
+        # a run whose NCCL_SOCKET_IFNAME matches no interface, in a TMPDIR of its own
+        "badif": lambda: bench("--procs", "2", "-b", "1K", "-e", "1K", "--timeout", "30",
+                               "--env", "NCCL_SOCKET_IFNAME=nosuch0",
+                               env={**os.environ, "TMPDIR": str(folders["badif"])}),
+        "all_reduce": lambda: bench("--procs", "2", *SMALL, "--env", "NCCL_ALGO=Ring", "--json",
+                                    "-o", str(folders["all_reduce"] / "bench.json")),
+        "compare": lambda: compare_run(folders["compare"]),
+        # the clean run's command with stdout on a terminal
+        "terminal": lambda: run_on_a_terminal([sys.executable, "-m", "ncclcheck", "bench",
+                                               *CLEAN]),
+        **{op: (lambda op=op: bench(*op_args(op))) for op in EVERY_OP},
+    }
+    with ThreadPoolExecutor(2) as pool:
+        futures = {name: pool.submit(job) for name, job in jobs.items()}
+    return {name: (folders.get(name), future.result()) for name, future in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def bad_interface_run(side_by_side):
     """One run whose NCCL_SOCKET_IFNAME matches no interface, in a TMPDIR of its own."""
-    tmp = tmp_path_factory.mktemp("badif")
-    return tmp, bench("--procs", "2", "-b", "1K", "-e", "1K", "--timeout", "30",
-                      "--env", "NCCL_SOCKET_IFNAME=nosuch0", env={**os.environ, "TMPDIR": str(tmp)})
+    return side_by_side["badif"]
 
 
 def test_a_clean_run_says_nothing_on_stderr_and_leaves_nothing_behind(clean_run):
@@ -100,9 +144,9 @@ def assert_rows_follow_formulas(doc, time_key="time_us_mean"):
             assert cell["busbw_gbps"] == pytest.approx(cell["algbw_gbps"] * op.bus_factor(n))
 
 
-def test_all_reduce_on_two_cpu_ranks(tmp_path):
-    target = tmp_path / "bench.json"
-    out = bench("--procs", "2", *SMALL, "--env", "NCCL_ALGO=Ring", "--json", "-o", str(target))
+def test_all_reduce_on_two_cpu_ranks(side_by_side):
+    folder, out = side_by_side["all_reduce"]
+    target = folder / "bench.json"
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc == json.loads(target.read_text())
@@ -120,13 +164,15 @@ def test_all_reduce_on_two_cpu_ranks(tmp_path):
     assert doc["launch"]["mode"] == "local"
 
 
-@pytest.mark.parametrize("op", ["reduce_scatter", "broadcast", "alltoall", "sendrecv"])
-def test_every_op_checks_out(op):
+EVERY_OP = ["reduce_scatter", "broadcast", "alltoall", "sendrecv"]
+
+
+@pytest.mark.parametrize("op", EVERY_OP)
+def test_every_op_checks_out(side_by_side, op):
     """all_reduce: test_all_reduce_on_two_cpu_ranks; all_gather: the --compare test's runs."""
     slowest = op == "broadcast"      # one op also checks -a 3 (nccl-tests: the slowest rank)
-    out = bench("--op", op, "--procs", "2", "-b", "4K", "-e", "4K", "-n", "2", "-w", "1",
-                "--dtype", "half" if op == "reduce_scatter" else "float", "--json",
-                *(["-a", "3"] if slowest else []))
+    assert ("-a" in op_args(op)) == slowest
+    out = side_by_side[op][1]
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["op"] == op and len(doc["rows"]) == 1
@@ -199,8 +245,9 @@ def test_a_killed_rank_fails_the_run_names_it_and_leaves_nothing(tmp_path):
     assert rank_processes(marker) == {}
 
 
-def run_on_a_terminal(argv: list[str]) -> str:
-    """Run ``argv`` with stdout on a pseudo-terminal; everything it wrote there."""
+def run_on_a_terminal(argv: list[str]) -> subprocess.CompletedProcess:
+    """Run ``argv`` with stdout on a pseudo-terminal: its exit code, everything it wrote there
+    (``stdout``) and its stderr."""
     import pty
 
     master, slave = pty.openpty()
@@ -217,13 +264,16 @@ def run_on_a_terminal(argv: list[str]) -> str:
         chunks.append(data)
     proc.wait(120)
     os.close(master)
-    assert proc.returncode == 0, proc.stderr.read()
-    return b"".join(chunks).decode("utf-8", "replace")
+    return subprocess.CompletedProcess(argv, proc.returncode,
+                                       b"".join(chunks).decode("utf-8", "replace"),
+                                       proc.stderr.read().decode("utf-8", "replace"))
 
 
-def test_progress_bar_on_a_terminal_only(clean_run):
+def test_progress_bar_on_a_terminal_only(clean_run, side_by_side):
     """The bar on a terminal; the same run into pipes (the clean run) has none."""
-    shown = run_on_a_terminal([sys.executable, "-m", "ncclcheck", "bench", *CLEAN])
+    terminal = side_by_side["terminal"][1]
+    assert terminal.returncode == 0, terminal.stderr
+    shown = terminal.stdout
     assert "3/3" in shown and "\x1b[" in shown          # rich's bar, then the table
     assert "# Avg bus bandwidth" in shown
     piped = clean_run[1]
@@ -231,13 +281,8 @@ def test_progress_bar_on_a_terminal_only(clean_run):
     assert "\x1b[" not in piped.stdout + piped.stderr and "3/3" not in piped.stdout
 
 
-def test_compare_of_nccl_algo_on_gloo_names_no_winner(tmp_path):
-    ring, tree = tmp_path / "ring.env", tmp_path / "tree.env"
-    ring.write_text("NCCL_ALGO=Ring\n")
-    tree.write_text("NCCL_ALGO=Tree\n")
-    out = bench("--op", "all_gather", "--procs", "2", "-b", "1K", "-e", "64K", "-f", "4",
-                "-n", "5", "-w", "1", "--timeout", "30", "--compare", str(ring), str(tree),
-                "-o", str(tmp_path / "compare.json"))
+def test_compare_of_nccl_algo_on_gloo_names_no_winner(side_by_side):
+    tmp_path, out = side_by_side["compare"]
     assert out.returncode == 0, out.stderr
     # each run is all_gather's check (what test_every_op_checks_out checks of the other ops)
     runs = json.loads((tmp_path / "compare.json").read_text())["runs"]

@@ -3,7 +3,11 @@ sockets and a real TCPStore on this machine."""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -123,3 +127,25 @@ def test_a_busy_port_still_says_pass_a_free_master_port_and_names_no_firewall():
     assert "(the port is in use); fix: pass a free --master-port" in str(err.value)
     assert "firewall" not in str(err.value)
     assert not meet.port_taken("127.0.0.1", port)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+@pytest.mark.parametrize("addr,said", [
+    ("no-such-node.invalid", "the rendezvous address no-such-node.invalid does not resolve ("),
+    ("198.18.254.254", "rank 0 hosts the rendezvous store but 198.18.254.254 is not an address "
+                       "of this node; fix: pass --master-addr"),
+])
+def test_inside_a_launcher_a_wrong_address_fails_before_torch_is_imported(tmp_path, addr, said):
+    """A rank torchrun (or srun, mpirun, DeepSpeed) started checks the address before it
+    imports torch, the seconds of its start, and has no logs to keep yet."""
+    env = {**os.environ, "TORCHELASTIC_RUN_ID": "t", "RANK": "0", "WORLD_SIZE": "2",
+           "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "MASTER_ADDR": addr,
+           "MASTER_PORT": "29500", "TMPDIR": str(tmp_path)}
+    code = "import sys, runpy\ntry:\n    runpy.run_module('ncclcheck', run_name='__main__')\n" \
+           "finally:\n    print('torch' in sys.modules)"     # after bench gave stdout back
+    out = subprocess.run([sys.executable, "-c", code, "bench", "--timeout", "30"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert out.stderr.startswith(f"ncclcheck: error: rank 0 on {socket.gethostname()}: {said}")
+    assert out.stdout == "False\n"
+    assert list(tmp_path.iterdir()) == []

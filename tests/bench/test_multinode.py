@@ -20,6 +20,11 @@ pytest.importorskip("torch")
 pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 
+#: One cluster for the module: two links, the second slow (the --compare test); the other tests
+#: run over the first.
+LINKS = "eth0:auto:1gbit,eth1:auto:50mbit"
+
+
 def bench(c, *args, timeout=180, **kw):
     return subprocess.run([sys.executable, "-m", "ncclcheck", "bench", "--hostfile", c.hostfile,
                            "--ssh-config", c.ssh_config, *args],
@@ -55,7 +60,7 @@ def ours_left(c) -> list[str]:
 def test_compare_follows_the_socket_interface_of_each_candidate(make_cluster, tmp_path):
     """Each candidate is a whole 2-node run over ssh: the fast one's document is checked as
     any such run (ranks, nodes, launch, rows by the formulas), then the comparison."""
-    c = make_cluster(2, links="eth0:auto:1gbit,eth1:auto:50mbit")
+    c = make_cluster(2, links=LINKS)
     fast, slow = tmp_path / "fast.env", tmp_path / "slow.env"
     fast.write_text("NCCL_SOCKET_IFNAME==eth0\n")
     slow.write_text("# the slow link\nexport NCCL_SOCKET_IFNAME=eth1\n")
@@ -99,7 +104,7 @@ def test_compare_follows_the_socket_interface_of_each_candidate(make_cluster, tm
 
 
 def test_unreachable_node_is_named_quickly(make_cluster, tmp_path):
-    c = make_cluster(2)
+    c = make_cluster(2, links=LINKS)
     hostfile = tmp_path / "hosts"
     hostfile.write_text(f"{c.nodes[0].addr}\n{c.unreachable_addr}\n")
     started = time.monotonic()
@@ -113,7 +118,7 @@ def test_unreachable_node_is_named_quickly(make_cluster, tmp_path):
 
 
 def test_killing_one_nodes_agent_fails_fast_names_it_and_leaves_nothing(make_cluster, tmp_path):
-    c = make_cluster(2)
+    c = make_cluster(2, links=LINKS)
     timeout = 20
     proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "bench", "--hostfile", c.hostfile,
                              "--ssh-config", c.ssh_config, "--nodes", "2", "-b", "64K", "-e", "64K",
@@ -153,12 +158,13 @@ def test_killing_one_nodes_agent_fails_fast_names_it_and_leaves_nothing(make_clu
 def test_a_master_addr_the_first_node_lacks_is_refused_before_anything_starts(make_cluster):
     """Rank 0 hosts the rendezvous store on the first node: node2's address there would make
     every rank wait --timeout for a store that never listens."""
-    c = make_cluster(2)
+    c = make_cluster(2, links=LINKS)
     started = time.monotonic()
     out = bench(c, "--nodes", "2", "--master-addr", c.nodes[1].addr, "--timeout", "60")
+    has = ", ".join(sorted(c.nodes[0].addrs.values()))      # its two links' addresses
     assert out.returncode == 2
     assert out.stderr == (f"ncclcheck: error: --master-addr {c.nodes[1].addr} is not an address "
                           f"of {c.nodes[0].addr}, the first node, where rank 0 hosts the "
-                          f"rendezvous store (it has {c.nodes[0].addr})\n")
+                          f"rendezvous store (it has {has})\n")
     assert time.monotonic() - started < 15
     assert ours_left(c) == []
