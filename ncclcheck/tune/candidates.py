@@ -170,3 +170,36 @@ def socket_stage(winner_env: dict[str, str], backend: str, transport: str) -> li
                   f"(<= {MAX_THREADS} threads, product <= {MAX_SOCKETS})", stage=2,
                   not_measured=note)
     return cands.items
+
+
+def gloo_interfaces(cands: list[dict[str, Any]], nodes: list[dict[str, Any]]) -> dict[str, str]:
+    """``{candidate id: interface}`` for the candidates whose ``NCCL_SOCKET_IFNAME`` bench turns
+    into the same ``GLOO_SOCKET_IFNAME`` on every node, as bench's rank does it
+    (:func:`ncclcheck.bench.ifname.gloo_ifname`: the first interface the value selects that has
+    an IPv4 address, in kernel order; the facts list interfaces by ifindex). A candidate
+    without the variable (gloo routes to the rendezvous address) or that resolves differently
+    on some node is left out: only its runs can say.
+
+    >>> nic = lambda name, addr: {"name": name, "ipv4": [{"address": addr}] if addr else []}
+    >>> node = lambda *nics: {"sections": {"network": {"status": "ok", "data": {"interfaces": list(nics)}}}}
+    >>> nodes = [node(nic("lo", "127.0.0.1"), nic("eno1", "198.18.0.11"), nic("ens1f0", "198.18.1.11")),
+    ...          node(nic("lo", "127.0.0.1"), nic("eno1", "198.18.0.12"), nic("ens1f0", "198.18.1.12"))]
+    >>> gloo_interfaces([{"id": "b", "env": {}}, {"id": "l", "env": {IFNAME: "=eno1,ens1f0"}},
+    ...                  {"id": "e", "env": {IFNAME: "=ens1f0"}}, {"id": "m", "env": {IFNAME: "=mgmt9"}}],
+    ...                 nodes)
+    {'l': 'eno1', 'e': 'ens1f0'}
+    """
+    from ncclcheck.bench.ifname import gloo_ifname
+    from ncclcheck.rules.base import fact
+
+    per_node = [[(str(i.get("name")), next((a.get("address") for a in i.get("ipv4") or []), None))
+                 for i in fact(n, "network.interfaces", None) or []] for n in nodes]
+    out: dict[str, str] = {}
+    for cand in cands:
+        spec = cand["env"].get(IFNAME) or ""
+        if len(spec) <= 1 or not per_node or not all(per_node):
+            continue
+        chosen = {gloo_ifname(spec, interfaces) for interfaces in per_node}
+        if len(chosen) == 1 and None not in chosen:
+            out[cand["id"]] = chosen.pop()
+    return out

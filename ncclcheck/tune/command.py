@@ -24,8 +24,8 @@ from typing import Any
 from ncclcheck.bench.sweep import parse_budget
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.tune import plan
-from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, holder,
-                                       socket_stage, transport_for)
+from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, gloo_interfaces,
+                                       holder, socket_stage, transport_for)
 
 #: Seconds kept back from the budget for verification and writing.
 RESERVE_S = 20.0
@@ -135,32 +135,47 @@ def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str,
 
 
 def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progress: Any,
-            baseline: str, rounds: list[dict[str, Any]]) -> None:
-    """``req.repeats`` rounds over the measurable candidates (varying order, early stop)."""
+            baseline: str, rounds: list[dict[str, Any]],
+            resolves: dict[str, str] | None = None) -> None:
+    """``req.repeats`` rounds over the measurable candidates (varying order, early stop);
+    ``resolves``: the interface gloo would use for each (:func:`plan.same_run`)."""
     active = [c for c in cands if c["measure"]]
     by_id = {c["id"]: c for c in active}
     for cand in active:
         cand.setdefault("runs", [])
         cand.setdefault("figures", [])
     twins: dict[str, str] = {}  # candidate id: whose run is its repeat (plan.same_run)
-    for r in range(req.repeats):
-        order = plan.round_order([c["id"] for c in active], r)
-        rounds.append({"stage": active[0]["stage"] if active else None, "round": r + 1,
+
+    def record(each: dict[str, Any], run: dict[str, Any], runner: str) -> None:
+        rec = run if each["id"] == runner else {**run, "same_run_as": runner}
+        each["runs"].append(rec)
+        if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
+            each["figures"].append(run["peak_busbw_gbps"])
+        progress.run_done(each, rec)
+
+    def done(cand: dict[str, Any], r: int) -> bool:
+        return any(x["round"] == r for x in cand["runs"])
+
+    for r in range(1, req.repeats + 1):
+        order = plan.round_order([c["id"] for c in active], r - 1)
+        rounds.append({"stage": active[0]["stage"] if active else None, "round": r,
                        "order": order})
         for position, cid in enumerate(order):
-            if cid in twins:
+            if cid in twins or done(by_id[cid], r):
                 continue  # its repeat is its twin's run, recorded there
             if not clock.fits():
                 return
             cand = by_id[cid]
-            progress.running(f"round {r + 1}/{req.repeats}: {cand['label']}")
-            run = {"round": r + 1, "position": position + 1, **bench_once(req, cand["env"], clock)}
-            for each in [cand] + [by_id[t] for t, runner in twins.items() if runner == cid]:
-                record = run if each is cand else {**run, "same_run_as": cid}
-                each["runs"].append(record)
-                if run["error"] is None and isinstance(run["peak_busbw_gbps"], (int, float)):
-                    each["figures"].append(run["peak_busbw_gbps"])
-                progress.run_done(each, record)
+            progress.running(f"round {r}/{req.repeats}: {cand['label']}")
+            run = {"round": r, "position": position + 1, **bench_once(req, cand["env"], clock)}
+            record(cand, run, cid)
+            # a run can join others to it (or show they are not one configuration): at once
+            twins = plan.same_run(active, baseline, resolves)
+            for twin, runner in twins.items():
+                own = next((x for x in by_id[runner]["runs"] if x["round"] == r
+                            and not x.get("same_run_as")), None)
+                if own is not None and not done(by_id[twin], r):
+                    record(by_id[twin], own, runner)
         for cand in list(active):
             if cand["runs"] and all(x["error"] for x in cand["runs"]):
                 cand["stopped"] = f"failed: {cand['runs'][-1]['error']}"
@@ -169,7 +184,7 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
         for cid, why in plan.clearly_worse(figures, baseline).items():
             by_id[cid]["stopped"] = f"stopped early: {why}"
             active.remove(by_id[cid])
-        twins = plan.same_run(active, baseline)
+        twins = plan.same_run(active, baseline, resolves)
 
 
 def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[str, Any], str]:
@@ -205,7 +220,8 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     stage1 = first_stage(rec, nodes, backend, transport)
     progress.start(sum(c["measure"] for c in stage1) * req.repeats)
     rounds: list[dict[str, Any]] = []
-    measure(stage1, req, clock, progress, BASELINE, rounds)
+    resolves = gloo_interfaces(stage1, nodes) if backend == "gloo" else {}
+    measure(stage1, req, clock, progress, BASELINE, rounds, resolves)
     # the rules' env may equal NCCL's defaults or one link's: then that candidate holds it
     rules = holder(stage1, rec.get("env") or {})
     decision = plan.decide([c for c in stage1 if c.get("figures")], BASELINE, rules)

@@ -19,9 +19,13 @@ whose envs differ only in NCCL variables and whose runs all used the same single
 one configuration: gloo reads none of the NCCL variables but ``NCCL_SOCKET_IFNAME``, which bench
 turns into the one ``GLOO_SOCKET_IFNAME`` the runs report
 (:data:`ncclcheck.bench.document.GLOO_FOLLOWS`, :func:`ncclcheck.bench.ifname.gloo_ifname`).
-From the next round on, one run of that configuration is each one's repeat (the baseline's run
-when it is one of them), as nccl-tests measures a configuration once per repeat whatever it is
-called; each keeps its own repeats and figures, so the rules below are applied unchanged.
+A candidate not yet run joins one when its ``NCCL_SOCKET_IFNAME`` resolves, as bench resolves
+it, to that interface on every node (:func:`ncclcheck.tune.candidates.gloo_interfaces`): its
+``GLOO_SOCKET_IFNAME`` would be the same, so its run would be the same run. From then on --
+within round 1 as soon as the group's runner has run -- one run of that configuration is each
+one's repeat (the baseline's run when it is one of them), as nccl-tests measures a
+configuration once per repeat whatever it is called; each keeps its own repeats and figures, so
+the rules below are applied unchanged.
 
 Significance (:func:`decide`, :data:`SIGNIFICANCE_RULE`): a candidate beats the baseline when
 its worst repeat is above the baseline's best repeat (the spreads do not overlap) and its median
@@ -48,14 +52,18 @@ SIGNIFICANCE_RULE = (f"a candidate beats the baseline when its worst repeat is a
                      "is not beaten the same way the simpler env is kept; when none beats the "
                      "baseline: no significant difference, the rules' env is kept")
 SAME_RUN_RULE = ("on gloo, candidates whose envs differ only in NCCL variables and whose runs "
-                 "all used the same one interface are one configuration: from the next round "
-                 "on one run of it is the repeat of each")
+                 "all used the same one interface (or, not yet run, whose NCCL_SOCKET_IFNAME "
+                 "bench resolves to that interface on every node) are one configuration: from "
+                 "then on one run of it is the repeat of each")
 
 
-def same_run(cands: list[dict[str, Any]], baseline: str) -> dict[str, str]:
+def same_run(cands: list[dict[str, Any]], baseline: str,
+             resolves: dict[str, str] | None = None) -> dict[str, str]:
     """``{candidate id: id of the candidate whose run is its repeat}`` for the candidates that
     are one configuration on gloo (:data:`SAME_RUN_RULE`); the baseline, else the first of them,
-    is the one that runs.
+    is the one that runs. ``resolves`` (:func:`ncclcheck.tune.candidates.gloo_interfaces`): the
+    interface each candidate's env would run on, for those not yet run; they join a group
+    whose runner has run, never run for one.
 
     >>> run = lambda name: {"error": None, "backend": "gloo", "interfaces": [name]}
     >>> c = lambda i, env, name: {"id": i, "env": env, "runs": [run(name)]}
@@ -69,18 +77,32 @@ def same_run(cands: list[dict[str, Any]], baseline: str) -> dict[str, str]:
     >>> same_run([c("baseline", {}, "eth0"), c("t", {"GLOO_SOCKET_IFNAME": "eth0"}, "eth0")],
     ...          "baseline")                                          # not an NCCL variable
     {}
+    >>> new = lambda i, env: {"id": i, "env": env, "runs": []}
+    >>> same_run([c("baseline", {}, "eth0"), new("list", {"NCCL_SOCKET_IFNAME": "=eth0,eth1"}),
+    ...           new("eth1", {"NCCL_SOCKET_IFNAME": "=eth1"})], "baseline",
+    ...          {"list": "eth0", "eth1": "eth1"})               # eth1: no run of it yet
+    {'list': 'baseline'}
     """
+    resolves = resolves or {}
     groups: dict[str, list[dict[str, Any]]] = {}
+    waiting: list[tuple[str, dict[str, Any]]] = []
     for cand in cands:
         runs = cand.get("runs") or []
+        if not runs and cand["id"] in resolves:
+            waiting.append((resolves[cand["id"]], cand))
+            continue
         used = {tuple(r.get("interfaces") or ()) for r in runs}
         if (not runs or len(used) != 1 or len(next(iter(used))) != 1
                 or any(r.get("error") or r.get("backend") != "gloo" for r in runs)):
             continue
         groups.setdefault(next(iter(used))[0], []).append(cand)
+    for name, cand in waiting:
+        if name in groups:
+            groups[name].append(cand)
     out: dict[str, str] = {}
     for group in groups.values():
-        runner = next((c for c in group if c["id"] == baseline), group[0])
+        runner = next((c for c in group if c["id"] == baseline and c.get("runs")),
+                      next(c for c in group if c.get("runs")))
         for cand in group:
             differ = {k for k in set(cand["env"]) | set(runner["env"])
                       if cand["env"].get(k) != runner["env"].get(k)}

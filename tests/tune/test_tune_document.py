@@ -87,3 +87,30 @@ def test_the_document_has_spreads_ratios_and_is_valid():
     del broken["winner"]
     with pytest.raises(BadInput, match="winner"):
         validate(broken, "tune.json")
+
+
+def test_the_schema_describes_the_shared_runs():
+    """``same_run_rule`` (settings) and ``same_run_as`` (a run recorded for a candidate that
+    another candidate's run stood for, :func:`ncclcheck.tune.plan.same_run`) are typed in the
+    shipped schema: a document that gets them wrong is refused (the schema admits unknown keys,
+    so before they were described anything passed)."""
+    from ncclcheck.errors import BadInput
+    from ncclcheck.tune import plan
+    from ncclcheck.validate import validate
+
+    _, _, tdoc = build()
+    tdoc = json.loads(json.dumps(tdoc))
+    assert tdoc["settings"]["same_run_rule"] == plan.SAME_RUN_RULE
+    tdoc["candidates"][1]["runs"][1]["same_run_as"] = "baseline"
+    validate(tdoc, "tune.json")
+    for path, bad, message in (
+            (("candidates", 1, "runs", 1, "same_run_as"), 3, "same_run_as must be string"),
+            (("candidates", 1, "runs", 1, "same_run_as"), "", "same_run_as"),
+            (("settings", "same_run_rule"), ["x"], "same_run_rule must be string")):
+        broken = copy.deepcopy(tdoc)
+        where = broken
+        for key in path[:-1]:
+            where = where[key]
+        where[path[-1]] = bad
+        with pytest.raises(BadInput, match=message):
+            validate(broken, "tune.json")
