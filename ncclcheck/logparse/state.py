@@ -46,6 +46,29 @@ _MARKER_STARTS = ("NET/IB", "Net/IB")
 #: Trees lines, the bulk of every log; they skip straight to the fact memo.
 _BULK_STARTS = (b"C", b"R", b"T")
 _BULK_CHARS = ("C", "R", "T")
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
+
+def shape(body: bytes) -> bytes:
+    """The memo key of a Channel/Ring/Trees message: its ASCII digits made ``0`` where they only
+    name ranks (between the first `` : `` and the `` via ``; all of a Trees line), so that one
+    parse serves every rank's line of the same shape (issue 24: a job's connection lines are
+    nearly all different, and each took a full parse). Exact: :mod:`.facts`' patterns treat
+    every ASCII digit alike there, and the values (channel and total before the `` : ``, the
+    transport after ``via``, the count of ``[n]`` groups) are kept.
+
+    >>> shape(b"Channel 05/1 : 13[5] -> 77[5] [send] via NET/IB/5/GDRDMA"), shape(b"Trees [1] 3/-1/-1->2->1")
+    (b'Channel 05/1 : 00[0] -> 00[0] [send] via NET/IB/5/GDRDMA', b'Trees [0] 0/-0/-0->0->0')
+    """
+    if body[:1] == b"T":
+        return body.translate(_ZEROS)
+    i = body.find(b" : ")
+    if i < 0:
+        return body
+    j = body.find(b" via ", i)
+    if j < 0:
+        return body[:i] + body[i:].translate(_ZEROS)
+    return body[:i] + body[i:j].translate(_ZEROS) + body[j:]
 
 #: WARN messages that are not findings of their own (see LogState._benign_warn).
 BENIGN_WARN_PREFIXES = ("[Proxy Service", "Socket recv failed", "[Service thread]",
@@ -81,6 +104,17 @@ def head_key(raw: bytes, cut: int) -> bytes:
     return raw[:cut]
 
 
+def _frozen(fact: Optional[Fact]) -> bool:
+    """Whether ``fact`` may be shared by every process that prints its message: None, or a value
+    that nothing can change (hashable: no list or dict, which a process's fields may take in and
+    extend)."""
+    try:
+        hash(fact)
+    except TypeError:
+        return False
+    return True
+
+
 class LogState(FactsMixin):
     """Everything learned from the lines fed so far.
 
@@ -108,8 +142,8 @@ class LogState(FactsMixin):
         self._last_proc: dict[str, Proc] = {}                # file -> last process seen
         self._by_rank: dict[tuple[Optional[str], int], Proc] = {}  # launcher (host, rank) -> proc
         self._heads: dict[bytes, Proc] = {}                 # bytes before " NCCL INFO " -> proc
-        self._facts: dict[str, Any] = {}                    # memo of parse_info for Channel lines
-        self._quiet: set[bytes] = set()                     # INFO messages that only count a line
+        self._facts: dict[Any, Any] = {}                    # memo of parse_info for Channel lines
+        self._plain: dict[bytes, Any] = {}                  # INFO message -> its fact, see _info
         self._overflow = Proc("(more processes)")
 
     # -- attribution ---------------------------------------------------------------------------
@@ -199,29 +233,31 @@ class LogState(FactsMixin):
                 proc = self._heads.get(head_key(raw, cut))
             if proc is not None and b"\r" not in raw:
                 body = raw[cut + 11:]
-                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on the raw bytes
-                    fact = self._facts.get(body, _MISSING)
+                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on their shape
+                    key = shape(body)
+                    fact = self._facts.get(key, _MISSING)
                     if fact is _MISSING:
-                        fact = self._remember(body, body.decode("utf-8", "replace"))
-                    proc.lines += 1
-                    self._last_proc[file] = proc
-                    if fact is not None:
-                        try:
-                            self._apply(proc, fact, file, lineno, raw)
+                        fact = self._remember(key, body.decode("utf-8", "replace"))
+                else:                      # "Connected all rings", "24 coll channels", ...
+                    fact = self._plain.get(body, _MISSING)
+                    if fact is _MISSING:
+                        try:               # the whole line is decoded only if kept as evidence
+                            fact = self._info(proc, body.decode("utf-8", "replace"), file,
+                                              lineno, raw)
+                            if fact is not _MISSING and _frozen(fact):
+                                if len(self._plain) >= MAX_FACT_MEMO:
+                                    self._plain.clear()
+                                self._plain[body] = fact
                         except Exception as exc:  # noqa: BLE001 - see feed()
                             self._parse_error(file, lineno, exc)
-                    return
-                if body in self._quiet:   # "Connected all rings", "threadThresholds ...": nothing
-                    proc.lines += 1
-                    self._last_proc[file] = proc
-                    return
-                try:                       # the whole line is decoded only if kept as evidence
-                    if self._info(proc, body.decode("utf-8", "replace"), file, lineno, raw):
-                        if len(self._quiet) >= MAX_FACT_MEMO:
-                            self._quiet.clear()
-                        self._quiet.add(body)
-                except Exception as exc:  # noqa: BLE001 - see feed()
-                    self._parse_error(file, lineno, exc)
+                        return
+                proc.lines += 1
+                self._last_proc[file] = proc
+                if fact is not None:
+                    try:
+                        self._apply(proc, fact, file, lineno, raw)
+                    except Exception as exc:  # noqa: BLE001 - see feed()
+                        self._parse_error(file, lineno, exc)
                 return
         self.feed(raw.decode("utf-8", "replace"), file, lineno)
 
@@ -282,11 +318,11 @@ class LogState(FactsMixin):
         self._facts[key] = fact
         return fact
 
-    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> bool:
+    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> Any:
         """One INFO message of a known process: facts, RDMA markers, INFO-scope signatures.
-        True when the message is quiet: no fact, no marker, no INFO-scope signature looks at it,
-        so the same message from any process only counts a line (memoised by
-        :meth:`feed_bytes`)."""
+        Returns its fact (None: none) when the message is plain: no marker, no INFO-scope
+        signature looks at it, so the same message from any process only counts a line and
+        applies that fact (memoised by :meth:`feed_bytes`); ``_MISSING`` otherwise."""
         proc.lines += 1
         self._last_proc[file] = proc
         if msg[:1] in _BULK_CHARS:                       # Channel/Ring/Trees: the bulk, memoised
@@ -295,16 +331,16 @@ class LogState(FactsMixin):
                 fact = self._remember(msg, msg)
         else:
             fact = parse_info(msg)
-        quiet = fact is None
+        plain = fact
         if fact is not None:
             self._apply(proc, fact, file, lineno, line)  # type: ignore[arg-type]
         if msg.startswith(_MARKER_STARTS) or "ibverbs" in msg or "ibv_open" in msg:
             self._rdma_markers(proc, msg, file, lineno, line)
-            quiet = False
+            plain = _MISSING
         if msg.startswith(INFO_STARTS):
             self._match(INFO_SIGNATURES, msg, proc, file, lineno, line)
-            quiet = False
-        return quiet
+            plain = _MISSING
+        return plain
 
     def _text_line(self, prefix: Prefix, text: str, file: str, lineno: int, line: str) -> None:
         """A line that is not an NCCL debug line (``text`` without launcher prefixes)."""
