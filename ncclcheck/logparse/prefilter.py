@@ -268,10 +268,9 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
 
     for k in keys + keys2:
         _GATES.setdefault(k, gates(k))
-    for block in reader.line_blocks(stream, stats):
-        end = len(block)
+    for block, end in reader.line_blocks(stream, stats):
         if pending or pending2 or _has_long_line(block, end, limit):
-            parts = block.split(b"\n")
+            parts = block[:end].split(b"\n")
             for i, part in enumerate(parts, lineno + 1):
                 if len(part) > limit:
                     stats.truncated_lines += 1

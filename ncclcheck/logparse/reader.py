@@ -203,15 +203,16 @@ def read_chunks(stream: BinaryIO, stats: InputStats) -> Iterator[bytes]:
         yield chunk
 
 
-def line_blocks(stream: BinaryIO, stats: InputStats) -> Iterator[bytes]:
-    """``stream`` as blocks of whole lines (joined by ``\\n``, without the last one's): each chunk
-    up to its last newline, the rest carried to the next. A line over :data:`MAX_LINE_BYTES` is
-    cut there (counted in ``stats.truncated_lines``) when it is still open at a chunk's end, and
+def line_blocks(stream: BinaryIO, stats: InputStats) -> Iterator[tuple[bytes, int]]:
+    """``stream`` as blocks of whole lines: ``(buf, end)``, where ``buf[:end]`` is one or more
+    lines joined by ``\\n`` (without the last one's; not copied out of ``buf``): each chunk up to
+    its last newline, the rest carried to the next. A line over :data:`MAX_LINE_BYTES` is cut
+    there (counted in ``stats.truncated_lines``) when it is still open at a chunk's end, and
     comes alone, cut, once its newline is seen; a line the chunk holds whole is left to the
     caller. The text after the last newline comes last, when there is some.
 
     >>> s = InputStats("t")
-    >>> list(line_blocks(io.BytesIO(b"a\\nb\\nc"), s)), s.bytes
+    >>> [buf[:end] for buf, end in line_blocks(io.BytesIO(b"a\\nb\\nc"), s)], s.bytes
     ([b'a\\nb', b'c'], 5)
     """
     carry = b""
@@ -224,21 +225,21 @@ def line_blocks(stream: BinaryIO, stats: InputStats) -> Iterator[bytes]:
                 continue
             chunk = chunk[cut + 1:]
             dropping = False
-            yield carry
+            yield carry, len(carry)
             carry = b""
         buf = carry + chunk if carry else chunk
         end = buf.rfind(b"\n")
         if end < 0:
             carry = buf
         else:
-            yield buf[:end]
+            yield buf, end
             carry = buf[end + 1:]
         if len(carry) > limit:
             stats.truncated_lines += 1
             carry = carry[:limit]
             dropping = True
     if carry or dropping:
-        yield carry
+        yield carry, len(carry)
 
 
 def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bool] = bool,
@@ -257,8 +258,8 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     """
     lineno = 0
     limit = MAX_LINE_BYTES
-    for block in line_blocks(stream, stats):
-        parts = block.split(b"\n")
+    for buf, end in line_blocks(stream, stats):
+        parts = buf[:end].split(b"\n")
         if max(map(len, parts)) > limit:
             stats.truncated_lines += sum(1 for p in parts if len(p) > limit)
             parts = [p[:limit] for p in parts]
