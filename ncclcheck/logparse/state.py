@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
 from ncclcheck.logparse.facts import Fact, parse_info, parse_version
+from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
 from ncclcheck.logparse.prefix import Prefix, parse_prefix
 from ncclcheck.logparse.proc import (  # noqa: F401  (re-exported: the state's parts)
@@ -46,29 +47,6 @@ _MARKER_STARTS = ("NET/IB", "Net/IB")
 #: Trees lines, the bulk of every log; they skip straight to the fact memo.
 _BULK_STARTS = (b"C", b"R", b"T")
 _BULK_CHARS = ("C", "R", "T")
-_ZEROS = bytes.maketrans(b"123456789", b"000000000")
-
-
-def shape(body: bytes) -> bytes:
-    """The memo key of a Channel/Ring/Trees message: its ASCII digits made ``0`` where they only
-    name ranks (between the first `` : `` and the `` via ``; all of a Trees line), so that one
-    parse serves every rank's line of the same shape (issue 24: a job's connection lines are
-    nearly all different, and each took a full parse). Exact: :mod:`.facts`' patterns treat
-    every ASCII digit alike there, and the values (channel and total before the `` : ``, the
-    transport after ``via``, the count of ``[n]`` groups) are kept.
-
-    >>> shape(b"Channel 05/1 : 13[5] -> 77[5] [send] via NET/IB/5/GDRDMA"), shape(b"Trees [1] 3/-1/-1->2->1")
-    (b'Channel 05/1 : 00[0] -> 00[0] [send] via NET/IB/5/GDRDMA', b'Trees [0] 0/-0/-0->0->0')
-    """
-    if body[:1] == b"T":
-        return body.translate(_ZEROS)
-    i = body.find(b" : ")
-    if i < 0:
-        return body
-    j = body.find(b" via ", i)
-    if j < 0:
-        return body[:i] + body[i:].translate(_ZEROS)
-    return body[:i] + body[i:j].translate(_ZEROS) + body[j:]
 
 #: WARN messages that are not findings of their own (see LogState._benign_warn).
 BENIGN_WARN_PREFIXES = ("[Proxy Service", "Socket recv failed", "[Service thread]",
@@ -77,42 +55,6 @@ _DIGITS = re.compile(r"\d+")
 #: a shell assignment of an NCCL variable: ``export NCCL_IB_GID_INDEX=4``, ``NCCL_DEBUG=INFO torchrun``.
 _EXPORT = re.compile(r"(?<![\w$])(NCCL_[A-Z0-9_]{1,48})=[\"']?([^\s\"';]{1,128})")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
-
-
-#: a timestamp at the start of a line, as :mod:`~ncclcheck.logparse.prefix` strips it (its
-#: ``stamp`` alternative, on bytes): the only prefix that differs on every line of a process.
-_STAMP_FIRST = frozenset(b"[0123456789")
-_STAMP = re.compile(rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
-
-
-def head_key(raw: bytes, cut: int) -> bytes:
-    """The fast path's key for a line whose `` NCCL INFO `` starts at ``cut``: the bytes before
-    it, less a leading timestamp (marked by a NUL, so that stamped and unstamped lines never share
-    a key). Lines with the same key parse to the same process with the same prefixes: a
-    timestamp only sets ``Prefix.stamped``, which nothing reads. Without this, a log with a
-    timestamp on every line (``kubectl logs --timestamps``, CloudWatch, Python logging) missed
-    the fast path on every line (issue 24: 47 us per NCCL line instead of 15).
-
-    >>> head_key(b"2026-11-26T12:00:01.5Z h:1:2 [0] NCCL INFO x", 32), head_key(b"h:1:2 [0] NCCL INFO x", 9)
-    (b'\\x00h:1:2 [0]', b'h:1:2 [0]')
-    """
-    c = raw[0] if raw else 0
-    if 48 <= c <= 57 or (c == 91 and 48 <= (raw[1] if len(raw) > 1 else 0) <= 57):   # 2 or [2
-        m = _STAMP.match(raw, 0, cut)
-        if m is not None:
-            return b"\0" + raw[m.end():cut]
-    return raw[:cut]
-
-
-def _frozen(fact: Optional[Fact]) -> bool:
-    """Whether ``fact`` may be shared by every process that prints its message: None, or a value
-    that nothing can change (hashable: no list or dict, which a process's fields may take in and
-    extend)."""
-    try:
-        hash(fact)
-    except TypeError:
-        return False
-    return True
 
 
 class LogState(FactsMixin):
@@ -229,22 +171,21 @@ class LogState(FactsMixin):
         cut = raw.find(b" NCCL INFO ") if self.fast else -1
         if cut > 0:
             proc = self._heads.get(raw[:cut])
-            if proc is None and raw[0] in _STAMP_FIRST:
+            if proc is None and raw[0] in STAMP_FIRST:
                 proc = self._heads.get(head_key(raw, cut))
             if proc is not None and b"\r" not in raw:
                 body = raw[cut + 11:]
-                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on their shape
-                    key = shape(body)
-                    fact = self._facts.get(key, _MISSING)
+                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on bytes, shape
+                    fact = self._facts.get(body, _MISSING)
                     if fact is _MISSING:
-                        fact = self._remember(key, body.decode("utf-8", "replace"))
+                        fact = self._shaped(body)
                 else:                      # "Connected all rings", "24 coll channels", ...
                     fact = self._plain.get(body, _MISSING)
                     if fact is _MISSING:
                         try:               # the whole line is decoded only if kept as evidence
                             fact = self._info(proc, body.decode("utf-8", "replace"), file,
                                               lineno, raw)
-                            if fact is not _MISSING and _frozen(fact):
+                            if fact is not _MISSING and frozen(fact):
                                 if len(self._plain) >= MAX_FACT_MEMO:
                                     self._plain.clear()
                                 self._plain[body] = fact
@@ -309,6 +250,17 @@ class LogState(FactsMixin):
         if not self._match(LINE_SIGNATURES, rest, proc, file, lineno, line) \
                 and not known and not self._benign_warn(msg):
             self._unrecognized(msg, file, lineno, line, proc.host)
+
+    def _shaped(self, body: bytes) -> Optional[Fact]:
+        """The fact of a bulk message not seen as such: its shape's, parsed once per shape."""
+        key = shape(body)
+        fact = self._facts.get(key, _MISSING)
+        if fact is _MISSING:
+            fact = parse_info(body.decode("utf-8", "replace"))
+        if len(self._facts) >= MAX_FACT_MEMO - 1:
+            self._facts.clear()
+        self._facts[key] = self._facts[body] = fact
+        return fact
 
     def _remember(self, key: Line, msg: str) -> Optional[Fact]:
         """Parse a bulk message once and memoise it (bounded: the memo is cleared when full)."""

@@ -12,7 +12,8 @@ import pytest
 
 from ncclcheck.diagnose import build_document
 from ncclcheck.logparse.facts import parse_info
-from ncclcheck.logparse.state import LogState, shape
+from ncclcheck.logparse.memokeys import shape
+from ncclcheck.logparse.state import LogState
 
 VIAS = ["P2P/IPC/read", "P2P/CUMEM/read", "NET/IB/0/GDRDMA", "NET/IB/3/GDRDMA/Shared",
         "NET/Socket/1", "SHM/direct/direct", "NET/AWS Libfabric/2", "P2P/direct pointer",
@@ -82,5 +83,22 @@ def test_a_shared_fact_is_not_extended_through_another_process(monkeypatch):
     doc = json.loads(fast)
     ifaces = {r["host"]: [i["interface"] for i in r["socket_interfaces"]] for r in doc["ranks"]}
     assert ifaces == {"h1": ["eth0", "eth1"], "h2": ["eth0"]}
+    monkeypatch.setattr(LogState, "fast", False)
+    assert _document(lines) == fast
+
+
+def test_the_memos_stay_bounded(monkeypatch):
+    """Every rank's connection lines, all different: the memos are cleared when full, and the
+    document is the one without them."""
+    from ncclcheck.logparse import state as state_mod
+
+    monkeypatch.setattr(state_mod, "MAX_FACT_MEMO", 50)
+    lines = [b"h%d:1:1 [0] NCCL INFO Channel %02d/0 : %d[0] -> %d[1] via NET/IB/%d"
+             % (r % 7, r % 32, r, (r * 13) % 4096, r % 8) for r in range(2000)]
+    s = LogState()
+    for n, raw in enumerate(lines, 1):
+        s.feed_bytes(raw, "t.log", n)
+        assert len(s._facts) <= 50 and len(s._plain) <= 50
+    fast = _document(lines)
     monkeypatch.setattr(LogState, "fast", False)
     assert _document(lines) == fast
