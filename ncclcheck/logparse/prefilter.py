@@ -20,6 +20,7 @@ are still to be followed, takes the line-by-line path.
 from __future__ import annotations
 
 import io
+from itertools import accumulate, repeat
 from typing import BinaryIO, Callable, Iterator, Mapping, Optional, Union
 
 from ncclcheck.logparse import reader
@@ -180,16 +181,13 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         pending = _take(buf, end, keys[0], follow.get(keys[0], 0), find, spans)
     outside, stop, inside = buf, end, b""
     if spans and len(spans) <= _MAX_SPLIT:
-        whole = memoryview(buf)[:end]
-        taken = sorted(spans.items())
-        parts, prev = [], 0
-        for s, e in taken:
-            parts.append(whole[prev:s])
-            prev = e
-        parts.append(whole[prev:])
-        outside = b"".join(parts)               # one copy; the taken lines cut out
+        # one copy each, the slices made by C loops (map), not a Python step per line
+        cut = memoryview(buf)[:end].__getitem__
+        starts = sorted(spans)
+        ends = list(map(spans.__getitem__, starts))
+        outside = b"".join(map(cut, map(slice, [0] + ends, starts + [end])))  # taken lines out
         stop = len(outside)
-        inside = b"\n".join(whole[s:e] for s, e in taken)
+        inside = b"\n".join(map(cut, map(slice, starts, ends)))
         present = {}
     within = _finder(inside) if inside else None       # memmem: 3-10x ``key in inside``
 
@@ -288,10 +286,12 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                     prev = s
                     yield (lineno + 1, block[s:spans[s] if s in spans else spans2[s]],
                            (s in spans) | ((s in spans2) << 1))
-            else:
-                for s in sorted(spans):
-                    lineno += block.count(b"\n", prev, s)
-                    prev = s
-                    yield lineno + 1, block[s:spans[s]], 1
+            elif spans:             # line numbers and lines made by C loops (map, accumulate)
+                starts = sorted(spans)
+                numbers = list(accumulate(map(block.count, repeat(b"\n"), [0] + starts[:-1],
+                                              starts), initial=lineno + 1))
+                yield from zip(numbers[1:], map(block.__getitem__, map(slice, starts, map(
+                    spans.__getitem__, starts))), repeat(1))
+                lineno, prev = numbers[-1] - 1, starts[-1]
             lineno += block.count(b"\n", prev, end) + 1
     stats.lines = lineno
