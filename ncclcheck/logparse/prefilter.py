@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 from itertools import accumulate, repeat
+from operator import itemgetter
 from typing import BinaryIO, Callable, Iterator, Mapping, Optional, Union
 
 from ncclcheck.logparse import reader
@@ -49,6 +50,7 @@ _GATES: dict[bytes, tuple[bytes, ...]] = {}     # key -> gates(key), filled by i
 _MEMMEM_GAP = 16384    #: after a gap between hits longer than this, search the next with memmem
 _MAX_SPLIT = 2048       #: above this many lines taken by keys[0] in a chunk, gate on the whole chunk
 _MAX_MISSES = 32        #: a key's rare byte seen this often outside the key: search the key itself
+_PAIR = itemgetter(0, 1)
 
 
 def _finder(buf: bytes) -> Callable[[bytes, int, int], int]:
@@ -224,7 +226,7 @@ def _has_long_line(buf: bytes, end: int, limit: int) -> bool:
 
 def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                   follow: Follow = ()) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, line)`` for each line holding one of ``keys``, and for the
+    """The ``(line_number, line)`` of each line holding one of ``keys``, and of the
     ``follow[key]`` lines after a line holding ``key`` (a tuple of keys means one line each).
 
     >>> s = InputStats("t")
@@ -233,8 +235,7 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     ([(2, b'NCCL x'), (4, b'Last error:'), (5, b'why')], 6)
     """
     counts: Mapping[bytes, int] = dict.fromkeys(follow, 1) if isinstance(follow, tuple) else follow
-    for lineno, line, _ in iter_matching2(stream, stats, keys, counts, (), {}):
-        yield lineno, line
+    return map(_PAIR, iter_matching2(stream, stats, keys, counts, (), {}))
 
 
 def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
