@@ -191,10 +191,10 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         stop = len(outside)
         inside = b"\n".join(map(cut, map(slice, starts, ends)))
         present = {}
-    within = _finder(inside) if inside else None       # memmem: 3-10x ``key in inside``
-
-    def held(key: bytes) -> bool:
-        return within is not None and within(key, 0, len(inside)) >= 0
+    held: Callable[[bytes], bool] = inside.__contains__
+    if len(inside) > _MEMMEM_GAP:                      # memmem: 3-10x ``key in inside`` there
+        within = _finder(inside)
+        held = lambda key: within(key, 0, len(inside)) >= 0      # noqa: E731
 
     for key in keys[1:]:
         if not _gated(outside, stop, key, present) and not (follow.get(key) and held(key)):
