@@ -30,7 +30,7 @@ from ncclcheck.logparse.reader import (
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_matching, iter_matching2
+from ncclcheck.logparse.prefilter import iter_matching2
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -152,10 +152,9 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             tests = pasted.tests
             # one pass for both readers (issue 24): ``which & 2`` lines go to the job scan,
             # ``which & 1`` lines (what iter_matching with KEYS and NEXT_KEYS takes) to the parse
-            for lineno, raw, which in (
-                    ((n, r, 1) for n, r in iter_matching(src.stream, src.stats, KEYS, NEXT_KEYS))
-                    if inline is None else iter_matching2(src.stream, src.stats, KEYS, NEXT_KEYS,
-                                                          inline.keys, inline.follow)):
+            for lineno, raw, which in iter_matching2(
+                    src.stream, src.stats, KEYS, NEXT_KEYS, inline.keys if inline else (),
+                    inline.follow if inline else {}):
                 if which != 1:
                     if which & 2:
                         inline.feed(lineno, raw)                # type: ignore[union-attr]

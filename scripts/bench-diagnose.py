@@ -6,8 +6,8 @@ ranks of init lines, channel/tree lines, training progress lines without NCCL, a
 and tracebacks) of each requested size in a temporary directory, then times, in the same run:
 
 * ``grep -c NCCL FILE``: the reference, a single C pass over the same bytes;
-* ``python -m ncclcheck diagnose FILE --json`` in a child process (peak RSS from
-  ``resource.getrusage(RUSAGE_CHILDREN)``).
+* ``python -m ncclcheck diagnose FILE --json`` in a child process (CPU seconds and peak RSS
+  from that child's own rusage, ``os.wait4``).
 
 It prints MB/s for both (MB = 1e6 bytes) and the ratio, plus peak RSS per size: the RSS staying
 flat while the size grows is what "bounded memory" means for multi-GB logs. Usage::
@@ -17,6 +17,7 @@ flat while the size grows is what "bounded memory" means for multi-GB logs. Usag
     python scripts/bench-diagnose.py --gzip          # also a gzip copy of the largest log
     python scripts/bench-diagnose.py --sparse 200    # also a 200 MB log with < 1% NCCL lines
     python scripts/bench-diagnose.py --sizes '' --every 11 --stamp --sparse 200   # issue 24's logs
+    python scripts/bench-diagnose.py --sizes '' --every 11 --against /tmp/old   # vs another checkout
 
 ``--every N``: a log of the largest ``--sizes`` (200 MB if none) where one line in N is NCCL's
 (issue 24: a long job at NCCL_DEBUG=INFO from 128 ranks, lazily connected channels, new
@@ -41,13 +42,13 @@ import gzip
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 HOSTS = [f"gpu-node-{i:02d}" for i in range(16)]
 
@@ -225,29 +226,41 @@ def make_mixed_log(path: Path, size: int, every: int, seed: int = 1, stamp: bool
             written += len(text)
 
 
-def timed(argv: list[str]) -> tuple[float, bytes]:
+def timed(argv: list[str], cwd: Optional[str] = None) -> tuple[float, float, int, bytes]:
+    """Wall seconds, CPU seconds, peak RSS (KiB) and stdout of one run of ``argv`` (in ``cwd``):
+    the child's own rusage (``os.wait4``), not the sum over every child so far."""
     start = time.perf_counter()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
-    elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"{argv[0]} failed: {proc.stderr.decode(errors='replace')[-500:]}")
-    return elapsed, proc.stdout
+    with tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, cwd=cwd)
+        out = proc.stdout.read()                                 # type: ignore[union-attr]
+        proc.stdout.close()                                      # type: ignore[union-attr]
+        _, status, use = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.perf_counter() - start
+        if proc.returncode not in (0, 1):
+            err.seek(0)
+            raise SystemExit(f"{argv[0]} failed: {err.read().decode(errors='replace')[-500:]}")
+    return elapsed, use.ru_utime + use.ru_stime, use.ru_maxrss, out
 
 
-def runs(argv: list[str], repeat: int) -> tuple[float, float, bytes]:
-    """Run ``argv`` ``repeat`` times: the fastest wall seconds, the least CPU seconds (from
-    ``RUSAGE_CHILDREN`` around each run) and the first run's stdout. The machine may be shared:
-    the minimum is the least disturbed run."""
-    wall = cpu = float("inf")
-    out = None
+def runs(argv: list[str], repeat: int, cwd: Optional[str] = None) -> tuple[float, float, bytes]:
+    """Run ``argv`` ``repeat`` times: the fastest wall seconds, the least CPU seconds and the
+    first run's stdout. The machine may be shared: the minimum is the least disturbed run."""
+    return alternate([(argv, cwd)], repeat)[0][:3]          # type: ignore[return-value]
+
+
+def alternate(variants: list[tuple[list[str], Optional[str]]], repeat: int
+              ) -> list[tuple[float, float, bytes, int]]:
+    """Each ``(argv, cwd)`` run ``repeat`` times, in turn (a, b, a, b, ...: a load that comes
+    and goes falls on both): per variant the fastest wall seconds, the least CPU seconds, the
+    first run's stdout and the largest peak RSS (KiB)."""
+    best = [[float("inf"), float("inf"), None, 0] for _ in variants]
     for _ in range(max(1, repeat)):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t, stdout = timed(argv)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        wall = min(wall, t)
-        cpu = min(cpu, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
-        out = stdout if out is None else out
-    return wall, cpu, out or b""
+        for (argv, cwd), b in zip(variants, best):
+            wall, cpu, rss, out = timed(argv, cwd)
+            b[0], b[1], b[3] = min(b[0], wall), min(b[1], cpu), max(b[3], rss)
+            b[2] = out if b[2] is None else b[2]
+    return [(w, c, o or b"", r) for w, c, o, r in best]      # type: ignore[misc]
 
 
 def ref_argv(path: Path) -> list[str]:
@@ -284,22 +297,34 @@ def start_up(tmp: Path, repeat: int) -> tuple[float, float]:
     return runs(ref_argv(tiny), repeat)[0], runs(diag_argv(tiny), repeat)[0]
 
 
-def bench_one(path: Path, label: str, repeat: int = 1, nccl_part: bool = False) -> dict:
+def bench_one(path: Path, label: str, repeat: int = 1, nccl_part: bool = False,
+              against: Optional[str] = None) -> list[dict]:
+    """The row of ``path`` (and, with ``against``, the row of that tree's ``diagnose``, run in
+    turn with this one's: a, b, a, b, ...)."""
     size = path.stat().st_size
     t_grep, _, out = runs(ref_argv(path), repeat)
-    t_diag, cpu, doc_text = runs(diag_argv(path), repeat)
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss      # the largest child so far
-    part_cpu = runs(nccl_part_argv(path), repeat)[1] if nccl_part else float("nan")
-    doc = json.loads(doc_text)
-    lines = sum(i["lines"] for i in doc["inputs"])
-    nccl = doc["summary"].get("nccl_lines", 0)
-    return {"label": label, "bytes": size, "lines": lines, "nccl_lines": nccl, "grep_s": t_grep, "diag_s": t_diag,
-            "grep_mb_s": size / 1e6 / t_grep, "diag_mb_s": size / 1e6 / t_diag,
-            "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
-            "cpu_lines_s": nccl / cpu if cpu > 0 else float("nan"),
-            "part_cpu_s": part_cpu,
-            "rss_mib": rss / 1024, "findings": [f["id"] for f in doc["findings"]],
-            "grep_count": int(out.strip() or 0)}
+    trees: list[Optional[str]] = [None] + ([against] if against else [])
+    argvs = [(diag_argv(path), t) for t in trees]
+    if nccl_part:
+        argvs += [(nccl_part_argv(path), t) for t in trees]
+    got = alternate(argvs, repeat)
+    rows = []
+    for n, tree in enumerate(trees):
+        t_diag, cpu, doc_text, rss = got[n]
+        part_cpu = got[len(trees) + n][1] if nccl_part else float("nan")
+        doc = json.loads(doc_text)
+        lines = sum(i["lines"] for i in doc["inputs"])
+        nccl = doc["summary"].get("nccl_lines", 0)
+        doc.pop("created_at", None)
+        rows.append({"label": label + (f" [{tree}]" if tree else ""), "bytes": size,
+                     "lines": lines, "nccl_lines": nccl, "grep_s": t_grep, "diag_s": t_diag,
+                     "grep_mb_s": size / 1e6 / t_grep, "diag_mb_s": size / 1e6 / t_diag,
+                     "cpu_s": cpu, "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
+                     "cpu_lines_s": nccl / cpu if cpu > 0 else float("nan"),
+                     "part_cpu_s": part_cpu, "rss_mib": rss / 1024,
+                     "findings": [f["id"] for f in doc["findings"]],
+                     "doc": json.dumps(doc, sort_keys=True), "grep_count": int(out.strip() or 0)})
+    return rows
 
 
 def main() -> None:
@@ -314,6 +339,9 @@ def main() -> None:
                     help="with --every: also the same log with a timestamp on every line")
     ap.add_argument("--keep", action="store_true", help="keep the generated logs")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each command; the fastest counts")
+    ap.add_argument("--against", metavar="TREE",
+                    help="also time the diagnose of another checkout (its root folder: python -m "
+                         "ncclcheck run there), in turn with this one's; prints CPU ratios")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     tmp = Path(tempfile.mkdtemp(prefix="bench-diagnose-"))
@@ -326,14 +354,14 @@ def main() -> None:
             make_log(path, mb * 1_000_000)
             print(f"generated {path} ({path.stat().st_size / 1e6:.0f} MB) in "
                   f"{time.perf_counter() - t0:.1f} s", file=sys.stderr)
-            results.append(bench_one(path, f"{mb} MB plain", args.repeat))
+            results += bench_one(path, f"{mb} MB plain", args.repeat, against=args.against)
         if args.gzip:
             src = tmp / f"synthetic-{sizes[-1]}MB.log"
             gz = tmp / f"synthetic-{sizes[-1]}MB.log.gz"
             with open(src, "rb") as fi, gzip.open(gz, "wb", compresslevel=1) as fo:
                 shutil.copyfileobj(fi, fo, 1 << 20)
             r = bench_one(gz, f"{sizes[-1]} MB gzip ({gz.stat().st_size / 1e6:.0f} MB on disk)",
-                          args.repeat)
+                          args.repeat)[0]
             r["bytes"] = src.stat().st_size                      # rate in uncompressed MB
             r["grep_mb_s"] = r["bytes"] / 1e6 / r["grep_s"]
             r["diag_mb_s"] = r["bytes"] / 1e6 / r["diag_s"]
@@ -343,34 +371,43 @@ def main() -> None:
             mb = sizes[-1] if sizes else 200
             path = tmp / f"every{args.every}-{mb}MB{'-stamped' if stamp else ''}.log"
             make_mixed_log(path, mb * 1_000_000, args.every, stamp=stamp)
-            r = bench_one(path, f"{mb} MB, 1 in {args.every} NCCL" + (", stamped" if stamp else ""),
-                          args.repeat, nccl_part=True)
-            results.append(r)
+            results += bench_one(path, f"{mb} MB, 1 in {args.every} NCCL" + (", stamped" if stamp else ""),
+                                 args.repeat, nccl_part=True, against=args.against)
             if not args.keep:
                 path.unlink()
         if args.sparse:
             path = tmp / f"sparse-{args.sparse}MB.log"
             make_log(path, args.sparse * 1_000_000, sparse=True)
-            r = bench_one(path, f"{args.sparse} MB sparse", args.repeat, nccl_part=True)
-            share = r["grep_count"] / max(1, r["lines"])
-            r["label"] = f"{args.sparse} MB, {share:.2%} NCCL lines"
-            results.append(r)
+            rows = bench_one(path, f"{args.sparse} MB sparse", args.repeat, nccl_part=True,
+                             against=args.against)
+            share = rows[0]["grep_count"] / max(1, rows[0]["lines"])
+            for r in rows:
+                r["label"] = r["label"].replace("sparse", f"{share:.2%} NCCL lines")
+            results += rows
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)
-    print(f"{'input':<34} {'lines':>9} {'grep -c NCCL':>14} {'diagnose':>12} {'x grep':>7} "
+    print(f"{'input':<44} {'lines':>9} {'grep -c NCCL':>14} {'diagnose':>12} {'x grep':>7} "
           f"{'per byte':>8} {'diagnose/CPU-s':>15} {'NCCL lines/CPU-s':>17} {'peak RSS':>9}")
     for r in results:
         per_byte = (max(r["grep_s"] - grep0, 1e-6) / max(r["diag_s"] - diag0, 1e-6))
-        print(f"{r['label']:<34} {r['lines']:>9} {r['grep_mb_s']:>9.0f} MB/s {r['diag_mb_s']:>7.1f} MB/s "
+        print(f"{r['label']:<44} {r['lines']:>9} {r['grep_mb_s']:>9.0f} MB/s {r['diag_mb_s']:>7.1f} MB/s "
               f"{r['diag_mb_s'] / r['grep_mb_s']:>6.2f}x {per_byte:>7.2f}x {r['cpu_mb_s']:>10.1f} MB/s "
               f"{r['cpu_lines_s']:>17,.0f} {r['rss_mib']:>5.0f} MiB")
     parts = [r for r in results if r["part_cpu_s"] == r["part_cpu_s"]]      # not NaN
     if parts:
-        print(f"\n{'without the job scan':<34} {'CPU-s':>7} {'MB/CPU-s':>9} {'NCCL lines/CPU-s':>17}")
+        print(f"\n{'without the job scan':<44} {'CPU-s':>7} {'MB/CPU-s':>9} {'NCCL lines/CPU-s':>17}")
     for r in parts:
-        print(f"{r['label']:<34} {r['part_cpu_s']:>7.2f} {r['bytes'] / 1e6 / r['part_cpu_s']:>9.1f} "
+        print(f"{r['label']:<44} {r['part_cpu_s']:>7.2f} {r['bytes'] / 1e6 / r['part_cpu_s']:>9.1f} "
               f"{r['nccl_lines'] / r['part_cpu_s']:>17,.0f}")
+    if args.against:
+        print(f"\n{'this tree vs ' + args.against:<44} {'CPU-s':>7} {'faster':>7} {'same document':>14}")
+        by_label = {r["label"]: r for r in results}
+        for old_row in [r for r in results if r["label"].endswith(f" [{args.against}]")]:
+            new_row = by_label[old_row["label"][:-len(args.against) - 3]]
+            print(f"{new_row['label']:<44} {new_row['cpu_s']:>7.2f} "
+                  f"{old_row['cpu_s'] / new_row['cpu_s']:>6.2f}x "
+                  f"{'yes' if new_row['doc'] == old_row['doc'] else 'NO':>14}")
     print(f"(MB = 1e6 bytes of log text; fastest of {args.repeat} runs. x grep = diagnose's wall-clock "
           f"rate / grep's, start-up included (>= 0.1 wanted on the sparse log); per byte = the same "
           f"with each command's start-up on a one-line log subtracted (grep {grep0 * 1e3:.0f} ms, "

@@ -20,6 +20,8 @@ are still to be followed, takes the line-by-line path.
 from __future__ import annotations
 
 import io
+from itertools import accumulate, repeat
+from operator import itemgetter
 from typing import BinaryIO, Callable, Iterator, Mapping, Optional, Union
 
 from ncclcheck.logparse import reader
@@ -48,6 +50,7 @@ _GATES: dict[bytes, tuple[bytes, ...]] = {}     # key -> gates(key), filled by i
 _MEMMEM_GAP = 16384    #: after a gap between hits longer than this, search the next with memmem
 _MAX_SPLIT = 2048       #: above this many lines taken by keys[0] in a chunk, gate on the whole chunk
 _MAX_MISSES = 32        #: a key's rare byte seen this often outside the key: search the key itself
+_PAIR = itemgetter(0, 1)
 
 
 def _finder(buf: bytes) -> Callable[[bytes, int, int], int]:
@@ -98,24 +101,28 @@ def _take(buf: bytes, end: int, key: bytes, more: int, find: Callable[[bytes, in
     """Add to ``spans`` the lines of ``buf[:end]`` holding ``key`` and the ``more`` lines after
     each; return how many of those lie beyond ``end``."""
     pending = 0
-    # the key's rarest byte found by memchr (SIMD, 10-50x memmem's speed), each one checked in
-    # place; past _MAX_MISSES bytes that are not the key's, memmem / bytes.find as below
     rare = (_GATES.get(key) or gates(key))[0]
     off = key.index(rare)
     bfind, starts = buf.find, buf.startswith
     misses = 0
-    i = -1
-    j = bfind(rare, off, end)
-    while j >= 0:
-        if starts(key, j - off) and j - off + len(key) <= end:
-            i = j - off
-            break
-        misses += 1
-        if misses > _MAX_MISSES:
-            i = find(key, j - off + 1, end)
-            break
-        j = bfind(rare, j + 1, end)
+
+    def next_hit(start: int) -> int:
+        """The first ``key`` at or after ``start``: the key's rarest byte found by memchr (SIMD,
+        10-50x memmem's speed), each one checked in place; past _MAX_MISSES bytes that are not
+        the key's, memmem (and from then on, memmem / bytes.find as below)."""
+        nonlocal misses
+        j = bfind(rare, start + off, end)
+        while j >= 0:
+            if starts(key, j - off) and j - off + len(key) <= end:
+                return j - off
+            misses += 1
+            if misses > _MAX_MISSES:
+                return find(key, j - off + 1, end)
+            j = bfind(rare, j + 1, end)
+        return -1
+
     last = -1 << 20
+    i = next_hit(0)
     while i >= 0:
         s = buf.rfind(b"\n", 0, i) + 1
         e = buf.find(b"\n", i, end)
@@ -135,20 +142,9 @@ def _take(buf: bytes, end: int, key: bytes, more: int, find: Callable[[bytes, in
         # gap. Measured per hit (issue 24): a 770-byte gap 1.5 us memmem / 0.75 us find, 1 KB
         # 2.5 / 1.1, 20 KB 12.4 / 12.9: the ctypes call costs more than the search below ~16 KB.
         if misses <= _MAX_MISSES:
-            last = e
-            i = -1
-            j = bfind(rare, e + 1 + off, end)
-            while j >= 0:
-                if starts(key, j - off) and j - off + len(key) <= end:
-                    i = j - off
-                    break
-                misses += 1
-                if misses > _MAX_MISSES:
-                    i = find(key, j - off + 1, end)
-                    break
-                j = bfind(rare, j + 1, end)
-            continue
-        i = find(key, e + 1, end) if s - last > _MEMMEM_GAP else buf.find(key, e + 1, end)
+            i = next_hit(e + 1)
+        else:
+            i = find(key, e + 1, end) if s - last > _MEMMEM_GAP else buf.find(key, e + 1, end)
         last = e
     return pending
 
@@ -187,25 +183,27 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         pending = _take(buf, end, keys[0], follow.get(keys[0], 0), find, spans)
     outside, stop, inside = buf, end, b""
     if spans and len(spans) <= _MAX_SPLIT:
-        whole = memoryview(buf)[:end]
-        taken = sorted(spans.items())
-        parts, prev = [], 0
-        for s, e in taken:
-            parts.append(whole[prev:s])
-            prev = e
-        parts.append(whole[prev:])
-        outside = b"".join(parts)               # one copy; the taken lines cut out
+        # one copy each, the slices made by C loops (map), not a Python step per line
+        cut = memoryview(buf)[:end].__getitem__
+        starts = sorted(spans)
+        ends = list(map(spans.__getitem__, starts))
+        outside = b"".join(map(cut, map(slice, [0] + ends, starts + [end])))  # taken lines out
         stop = len(outside)
-        inside = b"\n".join(whole[s:e] for s, e in taken)
+        inside = b"\n".join(map(cut, map(slice, starts, ends)))
         present = {}
+    held: Callable[[bytes], bool] = inside.__contains__
+    if len(inside) > _MEMMEM_GAP:                      # memmem: 3-10x ``key in inside`` there
+        within = _finder(inside)
+        held = lambda key: within(key, 0, len(inside)) >= 0      # noqa: E731
+
     for key in keys[1:]:
-        if not _gated(outside, stop, key, present) and not (follow.get(key) and key in inside):
+        if not _gated(outside, stop, key, present) and not (follow.get(key) and held(key)):
             continue
         pending = max(pending, _take(buf, end, key, follow.get(key, 0), find, spans))
     spans2: dict[int, int] = {}
     pending2 = 0
     for key in keys2:
-        if not _gated(outside, stop, key, present) and key not in inside:
+        if not _gated(outside, stop, key, present) and not held(key):
             continue
         pending2 = max(pending2, _take(buf, end, key, follow2.get(key, 0), find, spans2))
     return spans, pending, spans2, pending2
@@ -228,7 +226,7 @@ def _has_long_line(buf: bytes, end: int, limit: int) -> bool:
 
 def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                   follow: Follow = ()) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(line_number, line)`` for each line holding one of ``keys``, and for the
+    """The ``(line_number, line)`` of each line holding one of ``keys``, and of the
     ``follow[key]`` lines after a line holding ``key`` (a tuple of keys means one line each).
 
     >>> s = InputStats("t")
@@ -237,66 +235,7 @@ def iter_matching(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     ([(2, b'NCCL x'), (4, b'Last error:'), (5, b'why')], 6)
     """
     counts: Mapping[bytes, int] = dict.fromkeys(follow, 1) if isinstance(follow, tuple) else follow
-    lineno = 0
-    carry = b""
-    dropping = False
-    pending = 0                       # lines still to take after a follow key
-    limit = reader.MAX_LINE_BYTES
-
-    def hit(line: bytes) -> tuple[bool, int]:
-        found = [k for k in keys if k in line]
-        return bool(found), max((counts.get(k, 0) for k in found), default=0)
-
-    for k in keys:
-        _GATES.setdefault(k, gates(k))
-    for chunk in reader.read_chunks(stream, stats):
-        if dropping:                                     # the rest of an over-long line
-            cut = chunk.find(b"\n")
-            if cut < 0:
-                continue
-            chunk = chunk[cut + 1:]
-            dropping = False
-            lineno += 1
-            found, more = hit(carry)
-            if found or pending:
-                yield lineno, carry
-            pending = max(pending - 1, more, 0)
-            carry = b""
-        buf = carry + chunk if carry else chunk
-        end = buf.rfind(b"\n")
-        if end < 0:
-            carry = buf
-        else:
-            if pending or _has_long_line(buf, end, limit):
-                parts = buf[:end].split(b"\n")
-                for i, part in enumerate(parts, lineno + 1):
-                    if len(part) > limit:
-                        stats.truncated_lines += 1
-                        part = part[:limit]
-                    found, more = hit(part)
-                    if found or pending:
-                        yield i, part
-                    pending = max(pending - 1, more, 0)
-                lineno += len(parts)
-            else:
-                spans, pending, _, _ = _spans(buf, end, keys, counts)
-                prev = 0
-                for s in sorted(spans):
-                    lineno += buf.count(b"\n", prev, s)
-                    prev = s
-                    yield lineno + 1, buf[s:spans[s]]
-                lineno += buf.count(b"\n", prev, end + 1)
-            carry = buf[end + 1:]
-        if len(carry) > limit:
-            stats.truncated_lines += 1
-            carry = carry[:limit]
-            dropping = True
-    if carry or dropping:
-        lineno += 1
-        found, _ = hit(carry)
-        if found or pending:
-            yield lineno, carry
-    stats.lines = lineno
+    return map(_PAIR, iter_matching2(stream, stats, keys, counts, (), {}))
 
 
 def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
@@ -314,78 +253,46 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     ([(2, b'NCCL x', 1), (3, b'Failures:', 2), (4, b'why', 2)], 5)
     """
     lineno = 0
-    carry = b""
-    dropping = False
     pending = pending2 = 0
     limit = reader.MAX_LINE_BYTES
 
-    def hit(line: bytes) -> tuple[int, int, int]:
-        found = [k for k in keys if k in line]
-        found2 = [k for k in keys2 if k in line]
-        return (bool(found) | (bool(found2) << 1),
-                max((follow.get(k, 0) for k in found), default=0),
-                max((follow2.get(k, 0) for k in found2), default=0))
-
     def one(part: bytes) -> int:
         nonlocal pending, pending2
-        found, more, more2 = hit(part)
-        which = found | (pending > 0) | ((pending2 > 0) << 1)
-        pending = max(pending - 1, more, 0)
-        pending2 = max(pending2 - 1, more2, 0)
+        found = [k for k in keys if k in part]
+        found2 = [k for k in keys2 if k in part]
+        which = bool(found) | (bool(found2) << 1) | (pending > 0) | ((pending2 > 0) << 1)
+        pending = max(pending - 1, max((follow.get(k, 0) for k in found), default=0), 0)
+        pending2 = max(pending2 - 1, max((follow2.get(k, 0) for k in found2), default=0), 0)
         return which
 
     for k in keys + keys2:
         _GATES.setdefault(k, gates(k))
-    for chunk in reader.read_chunks(stream, stats):
-        if dropping:                                     # the rest of an over-long line
-            cut = chunk.find(b"\n")
-            if cut < 0:
-                continue
-            chunk = chunk[cut + 1:]
-            dropping = False
-            lineno += 1
-            which = one(carry)
-            if which:
-                yield lineno, carry, which
-            carry = b""
-        buf = carry + chunk if carry else chunk
-        end = buf.rfind(b"\n")
-        if end < 0:
-            carry = buf
+    for block, end in reader.line_blocks(stream, stats):
+        if pending or pending2 or _has_long_line(block, end, limit):
+            parts = block[:end].split(b"\n")
+            for i, part in enumerate(parts, lineno + 1):
+                if len(part) > limit:
+                    stats.truncated_lines += 1
+                    part = part[:limit]
+                which = one(part)
+                if which:
+                    yield i, part, which
+            lineno += len(parts)
         else:
-            if pending or pending2 or _has_long_line(buf, end, limit):
-                parts = buf[:end].split(b"\n")
-                for i, part in enumerate(parts, lineno + 1):
-                    if len(part) > limit:
-                        stats.truncated_lines += 1
-                        part = part[:limit]
-                    which = one(part)
-                    if which:
-                        yield i, part, which
-                lineno += len(parts)
-            else:
-                spans, pending, spans2, pending2 = _spans(buf, end, keys, follow, keys2, follow2)
-                prev = 0
-                if spans2:
-                    for s in sorted(spans.keys() | spans2.keys()):
-                        lineno += buf.count(b"\n", prev, s)
-                        prev = s
-                        yield (lineno + 1, buf[s:spans[s] if s in spans else spans2[s]],
-                               (s in spans) | ((s in spans2) << 1))
-                else:
-                    for s in sorted(spans):
-                        lineno += buf.count(b"\n", prev, s)
-                        prev = s
-                        yield lineno + 1, buf[s:spans[s]], 1
-                lineno += buf.count(b"\n", prev, end + 1)
-            carry = buf[end + 1:]
-        if len(carry) > limit:
-            stats.truncated_lines += 1
-            carry = carry[:limit]
-            dropping = True
-    if carry or dropping:
-        lineno += 1
-        which = one(carry)
-        if which:
-            yield lineno, carry, which
+            spans, pending, spans2, pending2 = _spans(block, end, keys, follow, keys2, follow2)
+            prev = 0
+            if spans2:
+                for s in sorted(spans.keys() | spans2.keys()):
+                    lineno += block.count(b"\n", prev, s)
+                    prev = s
+                    yield (lineno + 1, block[s:spans[s] if s in spans else spans2[s]],
+                           (s in spans) | ((s in spans2) << 1))
+            elif spans:             # line numbers and lines made by C loops (map, accumulate)
+                starts = sorted(spans)
+                numbers = list(accumulate(map(block.count, repeat(b"\n"), [0] + starts[:-1],
+                                              starts), initial=lineno + 1))
+                yield from zip(numbers[1:], map(block.__getitem__, map(slice, starts, map(
+                    spans.__getitem__, starts))), repeat(1))
+                lineno, prev = numbers[-1] - 1, starts[-1]
+            lineno += block.count(b"\n", prev, end) + 1
     stats.lines = lineno

@@ -203,6 +203,45 @@ def read_chunks(stream: BinaryIO, stats: InputStats) -> Iterator[bytes]:
         yield chunk
 
 
+def line_blocks(stream: BinaryIO, stats: InputStats) -> Iterator[tuple[bytes, int]]:
+    """``stream`` as blocks of whole lines: ``(buf, end)``, where ``buf[:end]`` is one or more
+    lines joined by ``\\n`` (without the last one's; not copied out of ``buf``): each chunk up to
+    its last newline, the rest carried to the next. A line over :data:`MAX_LINE_BYTES` is cut
+    there (counted in ``stats.truncated_lines``) when it is still open at a chunk's end, and
+    comes alone, cut, once its newline is seen; a line the chunk holds whole is left to the
+    caller. The text after the last newline comes last, when there is some.
+
+    >>> s = InputStats("t")
+    >>> [buf[:end] for buf, end in line_blocks(io.BytesIO(b"a\\nb\\nc"), s)], s.bytes
+    ([b'a\\nb', b'c'], 5)
+    """
+    carry = b""
+    dropping = False          # inside an over-long line: skip bytes up to the next newline
+    limit = MAX_LINE_BYTES
+    for chunk in read_chunks(stream, stats):
+        if dropping:
+            cut = chunk.find(b"\n")
+            if cut < 0:
+                continue
+            chunk = chunk[cut + 1:]
+            dropping = False
+            yield carry, len(carry)
+            carry = b""
+        buf = carry + chunk if carry else chunk
+        end = buf.rfind(b"\n")
+        if end < 0:
+            carry = buf
+        else:
+            yield buf, end
+            carry = buf[end + 1:]
+        if len(carry) > limit:
+            stats.truncated_lines += 1
+            carry = carry[:limit]
+            dropping = True
+    if carry or dropping:
+        yield carry, len(carry)
+
+
 def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bool] = bool,
                always: bytes = b"\n") -> Iterator[tuple[int, bytes]]:
     """Yield ``(line_number, line)`` for each line for which ``wanted(line)`` is true.
@@ -218,35 +257,13 @@ def iter_lines(stream: BinaryIO, stats: InputStats, wanted: Callable[[bytes], bo
     ([(2, b'NCCL x')], 4)
     """
     lineno = 0
-    carry = b""
-    dropping = False          # inside an over-long line: skip bytes up to the next newline
     limit = MAX_LINE_BYTES
-    for chunk in read_chunks(stream, stats):
-        if dropping:
-            cut = chunk.find(b"\n")
-            if cut < 0:
-                continue
-            chunk = chunk[cut + 1:]
-            dropping = False
-            lineno += 1
-            if wanted(carry):
-                yield lineno, carry
-            carry = b""
-        parts = chunk.split(b"\n")
-        parts[0] = carry + parts[0]
-        carry = parts.pop()
-        if parts and max(map(len, parts)) > limit:
+    for buf, end in line_blocks(stream, stats):
+        parts = buf[:end].split(b"\n")
+        if max(map(len, parts)) > limit:
             stats.truncated_lines += sum(1 for p in parts if len(p) > limit)
             parts = [p[:limit] for p in parts]
         base = lineno
         lineno += len(parts)
         yield from [(base + i, p) for i, p in enumerate(parts, 1) if always in p or wanted(p)]
-        if len(carry) > limit:
-            stats.truncated_lines += 1
-            carry = carry[:limit]
-            dropping = True
-    if carry or dropping:
-        lineno += 1
-        if wanted(carry):
-            yield lineno, carry
     stats.lines = lineno

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
 from ncclcheck.logparse.facts import Fact, parse_info, parse_version
+from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
 from ncclcheck.logparse.prefix import Prefix, parse_prefix
 from ncclcheck.logparse.proc import (  # noqa: F401  (re-exported: the state's parts)
@@ -56,31 +57,6 @@ _EXPORT = re.compile(r"(?<![\w$])(NCCL_[A-Z0-9_]{1,48})=[\"']?([^\s\"';]{1,128})
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
-#: a timestamp at the start of a line, as :mod:`~ncclcheck.logparse.prefix` strips it (its
-#: ``stamp`` alternative, on bytes): the only prefix that differs on every line of a process.
-_STAMP_FIRST = frozenset(b"[0123456789")
-_STAMP = re.compile(rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
-
-
-def head_key(raw: bytes, cut: int) -> bytes:
-    """The fast path's key for a line whose `` NCCL INFO `` starts at ``cut``: the bytes before
-    it, less a leading timestamp (marked by a NUL, so that stamped and unstamped lines never share
-    a key). Lines with the same key parse to the same process with the same prefixes: a
-    timestamp only sets ``Prefix.stamped``, which nothing reads. Without this, a log with a
-    timestamp on every line (``kubectl logs --timestamps``, CloudWatch, Python logging) missed
-    the fast path on every line (issue 24: 47 us per NCCL line instead of 15).
-
-    >>> head_key(b"2026-11-26T12:00:01.5Z h:1:2 [0] NCCL INFO x", 32), head_key(b"h:1:2 [0] NCCL INFO x", 9)
-    (b'\\x00h:1:2 [0]', b'h:1:2 [0]')
-    """
-    c = raw[0] if raw else 0
-    if 48 <= c <= 57 or (c == 91 and 48 <= (raw[1] if len(raw) > 1 else 0) <= 57):   # 2 or [2
-        m = _STAMP.match(raw, 0, cut)
-        if m is not None:
-            return b"\0" + raw[m.end():cut]
-    return raw[:cut]
-
-
 class LogState(FactsMixin):
     """Everything learned from the lines fed so far.
 
@@ -108,8 +84,8 @@ class LogState(FactsMixin):
         self._last_proc: dict[str, Proc] = {}                # file -> last process seen
         self._by_rank: dict[tuple[Optional[str], int], Proc] = {}  # launcher (host, rank) -> proc
         self._heads: dict[bytes, Proc] = {}                 # bytes before " NCCL INFO " -> proc
-        self._facts: dict[str, Any] = {}                    # memo of parse_info for Channel lines
-        self._quiet: set[bytes] = set()                     # INFO messages that only count a line
+        self._facts: dict[Any, Any] = {}                    # memo of parse_info for Channel lines
+        self._plain: dict[bytes, Any] = {}                  # INFO message -> its fact, see _info
         self._overflow = Proc("(more processes)")
 
     # -- attribution ---------------------------------------------------------------------------
@@ -195,33 +171,34 @@ class LogState(FactsMixin):
         cut = raw.find(b" NCCL INFO ") if self.fast else -1
         if cut > 0:
             proc = self._heads.get(raw[:cut])
-            if proc is None and raw[0] in _STAMP_FIRST:
+            if proc is None and raw[0] in STAMP_FIRST:
                 proc = self._heads.get(head_key(raw, cut))
             if proc is not None and b"\r" not in raw:
                 body = raw[cut + 11:]
-                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on the raw bytes
+                if body[:1] in _BULK_STARTS:  # Channel/Ring/Trees: memoised on bytes, shape
                     fact = self._facts.get(body, _MISSING)
                     if fact is _MISSING:
-                        fact = self._remember(body, body.decode("utf-8", "replace"))
-                    proc.lines += 1
-                    self._last_proc[file] = proc
-                    if fact is not None:
-                        try:
-                            self._apply(proc, fact, file, lineno, raw)
+                        fact = self._shaped(body)
+                else:                      # "Connected all rings", "24 coll channels", ...
+                    fact = self._plain.get(body, _MISSING)
+                    if fact is _MISSING:
+                        try:               # the whole line is decoded only if kept as evidence
+                            fact = self._info(proc, body.decode("utf-8", "replace"), file,
+                                              lineno, raw)
+                            if fact is not _MISSING and frozen(fact):
+                                if len(self._plain) >= MAX_FACT_MEMO:
+                                    self._plain.clear()
+                                self._plain[body] = fact
                         except Exception as exc:  # noqa: BLE001 - see feed()
                             self._parse_error(file, lineno, exc)
-                    return
-                if body in self._quiet:   # "Connected all rings", "threadThresholds ...": nothing
-                    proc.lines += 1
-                    self._last_proc[file] = proc
-                    return
-                try:                       # the whole line is decoded only if kept as evidence
-                    if self._info(proc, body.decode("utf-8", "replace"), file, lineno, raw):
-                        if len(self._quiet) >= MAX_FACT_MEMO:
-                            self._quiet.clear()
-                        self._quiet.add(body)
-                except Exception as exc:  # noqa: BLE001 - see feed()
-                    self._parse_error(file, lineno, exc)
+                        return
+                proc.lines += 1
+                self._last_proc[file] = proc
+                if fact is not None:
+                    try:
+                        self._apply(proc, fact, file, lineno, raw)
+                    except Exception as exc:  # noqa: BLE001 - see feed()
+                        self._parse_error(file, lineno, exc)
                 return
         self.feed(raw.decode("utf-8", "replace"), file, lineno)
 
@@ -274,6 +251,17 @@ class LogState(FactsMixin):
                 and not known and not self._benign_warn(msg):
             self._unrecognized(msg, file, lineno, line, proc.host)
 
+    def _shaped(self, body: bytes) -> Optional[Fact]:
+        """The fact of a bulk message not seen as such: its shape's, parsed once per shape."""
+        key = shape(body)
+        fact = self._facts.get(key, _MISSING)
+        if fact is _MISSING:
+            fact = parse_info(body.decode("utf-8", "replace"))
+        if len(self._facts) >= MAX_FACT_MEMO - 1:
+            self._facts.clear()
+        self._facts[key] = self._facts[body] = fact
+        return fact
+
     def _remember(self, key: Line, msg: str) -> Optional[Fact]:
         """Parse a bulk message once and memoise it (bounded: the memo is cleared when full)."""
         fact = parse_info(msg)
@@ -282,11 +270,11 @@ class LogState(FactsMixin):
         self._facts[key] = fact
         return fact
 
-    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> bool:
+    def _info(self, proc: Proc, msg: str, file: str, lineno: int, line: Line) -> Any:
         """One INFO message of a known process: facts, RDMA markers, INFO-scope signatures.
-        True when the message is quiet: no fact, no marker, no INFO-scope signature looks at it,
-        so the same message from any process only counts a line (memoised by
-        :meth:`feed_bytes`)."""
+        Returns its fact (None: none) when the message is plain: no marker, no INFO-scope
+        signature looks at it, so the same message from any process only counts a line and
+        applies that fact (memoised by :meth:`feed_bytes`); ``_MISSING`` otherwise."""
         proc.lines += 1
         self._last_proc[file] = proc
         if msg[:1] in _BULK_CHARS:                       # Channel/Ring/Trees: the bulk, memoised
@@ -295,16 +283,16 @@ class LogState(FactsMixin):
                 fact = self._remember(msg, msg)
         else:
             fact = parse_info(msg)
-        quiet = fact is None
+        plain = fact
         if fact is not None:
             self._apply(proc, fact, file, lineno, line)  # type: ignore[arg-type]
         if msg.startswith(_MARKER_STARTS) or "ibverbs" in msg or "ibv_open" in msg:
             self._rdma_markers(proc, msg, file, lineno, line)
-            quiet = False
+            plain = _MISSING
         if msg.startswith(INFO_STARTS):
             self._match(INFO_SIGNATURES, msg, proc, file, lineno, line)
-            quiet = False
-        return quiet
+            plain = _MISSING
+        return plain
 
     def _text_line(self, prefix: Prefix, text: str, file: str, lineno: int, line: str) -> None:
         """A line that is not an NCCL debug line (``text`` without launcher prefixes)."""

@@ -10,9 +10,11 @@ import time
 
 import pytest
 
-from ncclcheck.logparse import reader
+from linefilter import reference as line_by_line
+
+from ncclcheck.logparse import prefilter, reader
 from ncclcheck.logparse.prefilter import iter_matching
-from ncclcheck.logparse.reader import InputStats, iter_lines, open_source
+from ncclcheck.logparse.reader import InputStats, open_source
 
 KEYS = (b"NCCL", b"nccl", b"Last error", b"mlx", b"CA '")
 NEXT = {b"Last error": 1, b"CA '": 3}          # a pasted ibstat block: its header and body
@@ -20,14 +22,8 @@ NEXT = {b"Last error": 1, b"CA '": 3}          # a pasted ibstat block: its head
 
 def reference(data: bytes) -> tuple[list[tuple[int, bytes]], int, int]:
     """The slow, obvious filter: every line, one at a time."""
-    stats = InputStats("ref")
-    out, take = [], 0
-    for n, line in iter_lines(io.BytesIO(data), stats, lambda _: True):
-        found = [k for k in KEYS if k in line]
-        if found or take:
-            out.append((n, line))
-        take = max(take - 1, max((NEXT.get(k, 0) for k in found), default=0), 0)
-    return out, stats.lines, stats.truncated_lines
+    out, nlines, cut = line_by_line(data, KEYS, NEXT)
+    return [(n, line) for n, line, _ in out], nlines, cut
 
 
 def fast(data: bytes) -> tuple[list[tuple[int, bytes]], int, int]:
@@ -87,30 +83,21 @@ def test_diagnose_keys_give_the_same_lines_as_a_line_by_line_filter_whatever_the
              b"# nThread 1 nGpus 8", b"hca_id:\tmlx5_1", b"Bus error (core dumped)", b"PMIX ERROR: x",
              # keys inside NCCL lines, whose bytes may be nowhere else: their following lines count
              b"h:1:2 [0] NCCL WARN Last error:", b"NCCL hca_id: mlx5_0", b"[0] NCCL INFO GPU0 ok"]
-    from ncclcheck.logparse import prefilter
-
     for seed in range(60):
         rnd = random.Random(seed)
         monkeypatch.setattr(reader, "CHUNK_BYTES", rnd.choice([64, 1000, 4096, 1 << 20]))
         monkeypatch.setattr(prefilter, "_MAX_SPLIT", rnd.choice([0, 3, 2048]))
         data = b"\n".join(rnd.choice(words[:2] * 30 + words) for _ in range(rnd.randrange(1, 3000)))
-        stats = InputStats("ref")
-        want, take = [], 0
-        for n, line in iter_lines(io.BytesIO(data), stats, lambda _: True):
-            found = [k for k in DKEYS if k in line]
-            if found or take:
-                want.append((n, line))
-            take = max(take - 1, max((DNEXT.get(k, 0) for k in found), default=0), 0)
+        want, nlines, _ = line_by_line(data, DKEYS, DNEXT)
         got_stats = InputStats("fast")
-        assert list(iter_matching(io.BytesIO(data), got_stats, DKEYS, DNEXT)) == want
-        assert got_stats.lines == stats.lines
+        assert list(iter_matching(io.BytesIO(data), got_stats, DKEYS, DNEXT)) == [
+            (n, line) for n, line, _ in want]
+        assert got_stats.lines == nlines
 
 
 def test_a_key_whose_rarest_byte_is_absent_from_a_chunk_is_not_searched(monkeypatch):
     """The gate: ``CA '`` (gate byte ``'``) is not searched in a chunk without a quote; it is
     where there is one. Counted by wrapping the search of one key in a chunk, not timed."""
-    from ncclcheck.logparse import prefilter
-
     searched = []
     real = prefilter._take
 
@@ -129,8 +116,6 @@ def test_a_key_whose_rarest_byte_is_absent_from_a_chunk_is_not_searched(monkeypa
 def test_a_rare_byte_seen_often_outside_its_key_still_finds_every_line(chunk, monkeypatch):
     """The memchr of a key's rarest byte gives up for memmem / bytes.find after
     ``_MAX_MISSES`` bytes that are not the key's: the lines found are the same before and after."""
-    from ncclcheck.logparse import prefilter
-
     monkeypatch.setattr(reader, "CHUNK_BYTES", chunk)
     lines = [b"it's x 'quoted' ''" if i % 7 else b"CA 'mlx5_%d'" % i for i in range(300)]
     data = b"\n".join(lines + [b"NCCL'", b"x CA '", b"a'b"]) + b"\n"

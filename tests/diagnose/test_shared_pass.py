@@ -13,11 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from linefilter import reference as line_by_line
+
 from ncclcheck import diagnose
 from ncclcheck.jobdir.inputs import InlineScan
 from ncclcheck.logparse import reader
 from ncclcheck.logparse.prefilter import iter_matching2
-from ncclcheck.logparse.reader import InputStats, iter_lines
+from ncclcheck.logparse.reader import InputStats
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 INPUTS = sorted(p for d in ("logs", "pasted", "jobs") for p in (FIXTURES / d).iterdir()
@@ -96,20 +98,6 @@ WORDS = [b"", b"x", b"epoch 3 loss 0.25", b"host:1:2 [0] NCCL INFO Using network
          b"\r", b"[rank0]:step 9 lr 3e-4" * 3, b"most recent", b"NCC"]
 
 
-def reference(data: bytes) -> tuple[list[tuple[int, bytes, int]], int, int]:
-    stats = InputStats("ref")
-    out, take, take2 = [], 0, 0
-    for n, line in iter_lines(io.BytesIO(data), stats, lambda _: True):
-        found = [k for k in KEYS if k in line]
-        found2 = [k for k in KEYS2 if k in line]
-        which = (1 if found or take else 0) | (2 if found2 or take2 else 0)
-        if which:
-            out.append((n, line, which))
-        take = max(take - 1, max((NEXT.get(k, 0) for k in found), default=0), 0)
-        take2 = max(take2 - 1, max((NEXT2.get(k, 0) for k in found2), default=0), 0)
-    return out, stats.lines, stats.truncated_lines
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_each_reader_gets_the_lines_of_a_line_by_line_filter(seed, monkeypatch):
     rnd = random.Random(seed)
@@ -124,4 +112,5 @@ def test_each_reader_gets_the_lines_of_a_line_by_line_filter(seed, monkeypatch):
     data = b"\n".join(lines) + rnd.choice([b"", b"\n", b"NCCL tail", b"Failures:"])
     stats = InputStats("fast")
     got = list(iter_matching2(io.BytesIO(data), stats, KEYS, NEXT, KEYS2, NEXT2))
-    assert (got, stats.lines, stats.truncated_lines) == reference(data)
+    assert (got, stats.lines, stats.truncated_lines) == line_by_line(data, KEYS, NEXT, KEYS2, NEXT2)
+
