@@ -1,0 +1,185 @@
+"""Dumps read by worker processes (ncclcheck/jobdir/pool.py) give the document one process gives,
+refuse a hostile pickle as one process does, and leave no process behind, however they end."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+import ncclcheck.jobdir.inputs as inputs
+import ncclcheck.jobdir.pool as pool
+from ncclcheck.cli import main
+from ncclcheck.diagnose import diagnose_files
+from ncclcheck.errors import BadInput
+from tests.jobdir.test_jobdir import Boom, dump, entry
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+H200 = FIXTURES / "device" / "h200" / "fr"
+GLOO = FIXTURES / "fr-gloo"
+#: real dumps: torch 2.13's nccl on an H200 (pickle and JSON, on demand and on timeout), a
+#: finished 2-rank gloo job's (pickle and JSON), and the two together with torch's own log
+REAL = {"h200": [H200], "gloo": [GLOO], "h200-pickle": [H200 / "on-demand.nccl.pickle",
+                                                         H200 / "timeout_rank_0"],
+        "all": [H200, GLOO]}
+
+
+@pytest.fixture
+def pooled(monkeypatch):
+    """Every run reads its dumps in 2+ workers (even on one CPU); returns the outcomes the
+    workers gave, per run."""
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    taken: list[list[str]] = []
+    real = pool.read_ahead
+
+    def spy(job, dumps, workers):
+        assert workers >= 2
+        real(job, dumps, workers)
+        taken.append([kind for kind, _, _ in job.prefetched.values()])
+
+    monkeypatch.setattr(pool, "read_ahead", spy)
+    return taken
+
+
+def _doc(paths):
+    doc = diagnose_files([str(p) for p in paths])
+    doc.pop("created_at", None)
+    return doc
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_workers_give_the_document_of_one_process_on_real_dumps(name, pooled, monkeypatch):
+    paths = REAL[name]
+    dumps = [p for p in inputs.expand([str(p) for p in paths]) if inputs._is_dump(p)]
+    assert len(dumps) >= 2
+    got = _doc(paths)
+    # every dump came from a worker (torch's empty on-demand JSON is no dump: "bad")
+    assert len(pooled) == 1 and len(pooled[0]) == len(dumps) and "trace" in pooled[0]
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    assert got == _doc(paths)
+
+
+def test_a_diverging_worker_is_caught(pooled, monkeypatch):
+    # the comparison above can fail: a worker that loses a completed collective changes the doc
+    real = pool._pack
+
+    def lossy(trace, members, new_members):
+        for pg in trace.pgs.values():
+            pg.done[:] = bytes(len(pg.done))
+        return real(trace, members, new_members)
+
+    monkeypatch.setattr(pool, "_pack", lossy)
+    got = _doc([H200])
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    assert got != _doc([H200])
+
+
+def _many(tmp_path, n=12, odd=7):
+    for r in range(n):
+        es = [entry(1), entry(2, "broadcast" if r == odd else "all_reduce")]
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(pickle.dumps(dump(es, str(list(range(n))))))
+
+
+def test_a_hostile_pickle_read_by_a_worker_is_refused_and_nothing_in_it_runs(
+        tmp_path, pooled, capsys):
+    _many(tmp_path)
+    witness = tmp_path.parent / "ran"
+    bomb = Boom()
+    bomb.path = witness
+    (tmp_path / "nccl_trace_rank_9").write_bytes(pickle.dumps(bomb))
+    with pytest.raises(SystemExit) as exc:
+        main(["diagnose", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1, err
+    assert "nccl_trace_rank_9" in err and "refused" in err
+    assert not witness.exists()
+    # the refusal came from a worker, in order: ranks 0, 1, 10, 11 (sorted names) and 2..8
+    assert pooled == [["trace"] * 11 + ["error"]]
+    assert psutil.Process().children() == []
+
+
+def test_a_worker_that_dies_leaves_its_dumps_to_this_process(tmp_path, pooled, monkeypatch):
+    _many(tmp_path)
+    real = pool._worker
+
+    def dies(conn, paths, parent):                # worker 1 is killed after its first dump
+        if paths and paths[0].endswith("rank_1"):
+            real(conn, paths[:1], parent)
+            os.kill(os.getpid(), signal.SIGKILL)
+        real(conn, paths, parent)
+
+    monkeypatch.setattr(pool, "_worker", dies)
+    got = _doc([tmp_path])
+    # 3 workers, 12 dumps sorted by name (0, 1, 10, 11, 2...): worker 1 gives rank 1, then dies
+    assert pooled == [["trace"] * 4]
+    assert [(c["rank"], c["kind"]) for c in got["culprits"]] == [(7, "mismatch")]
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    assert got == _doc([tmp_path])
+    assert psutil.Process().children() == []
+
+
+def test_an_interrupt_stops_and_reaps_the_workers(tmp_path, pooled, monkeypatch):
+    _many(tmp_path)
+    calls = []
+    real = pool._Remote.take
+
+    def take(self, job):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, job)
+
+    monkeypatch.setattr(pool._Remote, "take", take)
+    with pytest.raises(KeyboardInterrupt):
+        diagnose_files([str(tmp_path)])
+    assert psutil.Process().children() == []
+
+
+def test_unexpected_errors_in_a_worker_are_raised_as_one_process_raises_them(
+        tmp_path, pooled, monkeypatch):
+    _many(tmp_path)
+
+    def boom(self, path, data, source=""):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(inputs.JobReader, "add_dump", boom)
+    with pytest.raises(RuntimeError, match="a bug"):
+        diagnose_files([str(tmp_path)])
+    assert psutil.Process().children() == []
+
+
+@pytest.mark.skipif(pool.cpus() < 2, reason="one CPU: no workers")
+def test_ctrl_c_during_a_pooled_read_exits_130_and_leaves_no_process(tmp_path):
+    # the real command, as README shows it: enough dumps for the pool, and slow enough to stop
+    folder = tmp_path / "fr"
+    folder.mkdir()
+    es = [entry(s) for s in range(1, 2001)]
+    (folder / "nccl_trace_rank_0").write_bytes(pickle.dumps(dump(es, "[0]"), protocol=2))
+    for r in range(1, inputs.PARALLEL_MIN * 4):
+        os.link(folder / "nccl_trace_rank_0", folder / f"nccl_trace_rank_{r}")
+    proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "diagnose", str(folder)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    me = psutil.Process(proc.pid)
+    workers: list[psutil.Process] = []
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and time.monotonic() < deadline and proc.poll() is None:
+        workers = me.children()
+        time.sleep(0.05)
+    assert len(workers) >= 2, "the pool never started"
+    os.killpg(proc.pid, signal.SIGINT)             # a terminal's Ctrl-C: the whole group
+    _, err = proc.communicate(timeout=60)
+    # click writes a newline first; no worker writes anything (no traceback)
+    assert proc.returncode == 130 and err.strip() == "ncclcheck: interrupted", err
+    gone, alive = psutil.wait_procs(workers, timeout=10)
+    assert not alive
+    shutil.rmtree(folder)
