@@ -12,7 +12,7 @@ name exactly that rank ``mismatch``:
   tests/jobdir/test_bench_dumps.py checks it against the recorded dumps of
   tests/fixtures/device/h200/fr/ and tests/fixtures/fr-gloo/);
 - ``json``: ``_dump_fr_trace_json()``'s text (nlohmann::json's ``dump()``: keys sorted, no
-  spaces, no frames, pg_status values as strings);
+  spaces, no frames, no time as 0, pg_status values as strings);
 - ``py4``: Python's own pickle, protocol 4 (framed).
 
 Ranks beyond the first few are hard links of one dump (the rank is the file name's suffix, as
@@ -125,9 +125,12 @@ def torch_pickle(obj: object) -> bytes:
 
 
 def torch_json(doc: dict) -> bytes:
-    """``doc`` as ``_dump_fr_trace_json()`` writes it: no frames, pg_status values as text."""
-    doc = dict(doc, entries=[{k: v for k, v in e.items() if k != "frames"}
-                             for e in doc["entries"]],
+    """``doc`` as ``_dump_fr_trace_json()`` writes it: no frames, no time as 0, pg_status
+    values as text, an empty ``nccl_comm_state``."""
+    zero = ("time_discovered_started_ns", "time_discovered_completed_ns")
+    doc = dict(doc, nccl_comm_state={},
+               entries=[{k: 0 if k in zero and v is None else v for k, v in e.items()
+                         if k != "frames"} for e in doc["entries"]],
                pg_status={g: {k: str(v) for k, v in s.items()}
                           for g, s in doc["pg_status"].items()})
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
@@ -143,19 +146,21 @@ def frame(name: str, filename: str, line: int) -> dict:
 
 
 def entry(seq: int, op: str = "all_reduce") -> dict:
-    """A gloo collective's entry in torch 2.13's key order."""
-    return {"frames": [frame(op, "/usr/lib/python3/site-packages/torch/distributed/"
-                                 "distributed_c10d.py", 3245),
+    """A gloo collective's entry in torch 2.13's key order (tests/fixtures/fr-gloo/)."""
+    torch = "/usr/lib/python3/site-packages/torch/distributed/"
+    return {"frames": [frame(op, torch + "distributed_c10d.py", 3245),
+                       frame("wrapper", torch + "c10d_logger.py", 83),
                        frame("train_step", "/job/train.py", 88 + seq % 7),
+                       frame("train", "/job/train.py", 97),
                        frame("<module>", "/job/train.py", 120)],
             "record_id": seq - 1, "pg_id": 0, "process_group": ("0", "default_pg"),
-            "thread_name": "python3", "thread_id": "140637643303808",
+            "thread_name": "python", "thread_id": "140637643303808",
             "collective_seq_id": seq, "p2p_seq_id": 0, "op_id": seq,
             "profiling_name": f"gloo:{op}", "time_created_ns": 1795706537090696492 + seq,
             "input_sizes": [[1024, 1024]], "input_dtypes": ["Float"],
             "output_sizes": [[1024, 1024]], "output_dtypes": ["Float"], "state": "scheduled",
             "time_discovered_started_ns": None, "time_discovered_completed_ns": None,
-            "retired": True, "timeout_ms": 600000, "is_p2p": False}
+            "retired": True, "timeout_ms": 1800000, "is_p2p": False}
 
 
 def document(ranks: int, entries: int, odd: bool) -> dict:

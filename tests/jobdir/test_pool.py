@@ -27,9 +27,10 @@ H200 = FIXTURES / "device" / "h200" / "fr"
 GLOO = FIXTURES / "fr-gloo"
 #: real dumps: torch 2.13's nccl on an H200 (pickle and JSON, on demand and on timeout), a
 #: finished 2-rank gloo job's (pickle and JSON), and the two together with torch's own log
-REAL = {"h200": [H200], "gloo": [GLOO], "h200-pickle": [H200 / "on-demand.nccl.pickle",
-                                                         H200 / "timeout_rank_0"],
-        "all": [H200, GLOO]}
+GLOO_DUMPS = sorted(GLOO.glob("gloo_trace_rank_*"))
+REAL = {"h200": [H200], "gloo": GLOO_DUMPS, "gloo-pickle": GLOO_DUMPS[::2],
+        "h200-pickle": [H200 / "on-demand.nccl.pickle", H200 / "timeout_rank_0"],
+        "all": [H200, *GLOO_DUMPS]}
 
 
 @pytest.fixture
