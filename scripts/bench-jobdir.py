@@ -19,7 +19,7 @@ Ranks beyond the first few are hard links of one dump (the rank is the file name
 torch's loader takes it), so 4,096 ranks cost no disk, while ``diagnose`` still reads and parses
 every file. Each run is ``python -m ncclcheck diagnose DIR --json`` in a child process; printed:
 its wall time, the CPU time of its whole process tree (``RUSAGE_CHILDREN``: worker processes
-included once reaped), the peak of the tree's summed RSS (sampled every 20 ms with psutil) and
+included once reaped), the peak of the tree's summed RSS (sampled every 100 ms with psutil) and
 the largest single process's peak RSS (``ru_maxrss``). With ``--ref TREE`` the same runs are made
 with TREE's ncclcheck (e.g. ``git archive 782ca31 ncclcheck | tar -x -C /tmp/old``), alternating
 with this tree's, and the ratios new/ref are printed. Usage::
@@ -34,6 +34,7 @@ Targets: 64 ranks x 2,000 entries in <= 2 s; 4,096 ranks in <= 60 s and <= 1 GiB
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import pickle
@@ -204,15 +205,23 @@ def run(folder: Path | str, tree: Path) -> tuple[float, float, float, float, dic
                                  env=env)
         peak = 0
         proc = psutil.Process(child.pid)
-        while child.poll() is None:
-            total = 0
+        tree: dict[int, psutil.Process] = {}
+        for tick in itertools.count():
+            if child.poll() is not None:
+                break
             try:
-                for p in [proc, *proc.children(recursive=True)]:
-                    total += p.memory_info().rss
+                if tick % 10 == 0:              # new workers: looked for every second
+                    tree = {p.pid: p for p in proc.children(recursive=True)}
+                total = proc.memory_info().rss
+                for p in list(tree.values()):
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        del tree[p.pid]
             except psutil.Error:
-                pass
+                continue
             peak = max(peak, total)
-            time.sleep(0.02)
+            time.sleep(0.1)
         took = time.perf_counter() - start
         err = child.stderr.read().decode() if child.stderr else ""
         out.seek(0)

@@ -62,10 +62,11 @@ def _pack(trace: RankTrace, members: dict[tuple, int], new_members: list[tuple])
             trace.reliable, trace.source, tuple(pgs))
 
 
-def _worker(conn: Any, paths: list[str], parent: int) -> None:
-    """In a worker: each path's outcome, one message per path, in order."""
+def _worker(tasks: Any, results: Any, dumps: list[str], parent: int) -> None:
+    """In a worker: for each chunk of indices into ``dumps`` it is given, one message per dump."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)     # whatever the parent made of it
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:                                       # die with the parent, however it ends
         import ctypes
 
@@ -79,51 +80,67 @@ def _worker(conn: Any, paths: list[str], parent: int) -> None:
     job = JobReader()
     sent_sigs = 0
     members: dict[tuple, int] = {}
-    for path in paths:
-        new_members: list[tuple] = []
-        before = len(job.bad)
-        try:
-            stats = read_dump(job, path)
-        except BadInput as exc:
-            msg: tuple = ("error", str(exc), 0)
-        except Exception as exc:  # noqa: BLE001 - read again in the parent, which raises it
-            msg = ("again", f"{type(exc).__name__}: {exc}"[:200], 0)
-        else:
-            if stats is None:
-                msg = ("text", None, 0)
-            elif len(job.bad) > before:
-                msg = ("bad", job.bad[-1], stats.bytes)
-            else:
-                msg = ("trace", _pack(job.dumps.pop(), members, new_members), stats.bytes)
-        new_sigs = tuple(job.sigs.values[sent_sigs:])
-        sent_sigs = len(job.sigs.values)
-        conn.send_bytes(pickle.dumps((*msg, new_sigs, tuple(new_members)),
-                                     pickle.HIGHEST_PROTOCOL))
-        if msg[0] in ("error", "again"):
+    while True:
+        chunk = tasks.recv()
+        if chunk is None:
             break
-    conn.close()
+        for i in chunk:
+            new_members: list[tuple] = []
+            before = len(job.bad)
+            try:
+                stats = read_dump(job, dumps[i])
+            except BadInput as exc:
+                msg: tuple = ("error", str(exc), 0)
+            except Exception as exc:  # noqa: BLE001 - read again by the parent, which raises it
+                msg = ("again", f"{type(exc).__name__}: {exc}"[:200], 0)
+            else:
+                if stats is None:
+                    msg = ("text", None, 0)
+                elif len(job.bad) > before:
+                    msg = ("bad", job.bad[-1], stats.bytes)
+                else:
+                    msg = ("trace", _pack(job.dumps.pop(), members, new_members), stats.bytes)
+            new_sigs = tuple(job.sigs.values[sent_sigs:])
+            sent_sigs = len(job.sigs.values)
+            results.send_bytes(pickle.dumps((i, *msg, new_sigs, tuple(new_members)),
+                                            pickle.HIGHEST_PROTOCOL))
+            if msg[0] in ("error", "again"):
+                return
 
 
 class _Remote:
-    """One worker and what it sent so far (its signature and member numbering)."""
+    """One worker: its pipes, the dumps given to it and not answered yet, and its numbering of
+    signatures and member lists (as sent, in its order) mapped to this job's."""
 
-    def __init__(self, ctx: Any, paths: list[str]) -> None:
-        self.recv, send = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_worker, args=(send, paths, os.getpid()), daemon=True)
+    def __init__(self, ctx: Any, dumps: list[str]) -> None:
+        self.tasks, tasks = ctx.Pipe(duplex=False)[::-1]
+        self.recv, results = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_worker, args=(tasks, results, dumps, os.getpid()),
+                                daemon=True)
         self.proc.start()
-        send.close()
+        tasks.close()
+        results.close()
+        self.waiting = 0
         self.sigs: list[int] = []              # worker's signature id -> this job's
         self.members: list[tuple[int, ...]] = []
 
-    def take(self, job: JobReader) -> tuple[str, Any, int]:
-        """The next outcome: (kind, trace or message, bytes). Raises EOFError, OSError or
-        UnsafePickle when the worker is gone or sent something unexpected."""
-        kind, got, size, new_sigs, new_members = safe_loads(self.recv.recv_bytes())
+    def give(self, chunk: list[int]) -> None:
+        self.tasks.send(chunk)
+        self.waiting += len(chunk)
+
+    def take(self) -> tuple:
+        """The next message, as sent. Raises EOFError, OSError or UnsafePickle when the worker
+        is gone or sent something unexpected."""
+        msg = safe_loads(self.recv.recv_bytes())
+        self.waiting -= 1
+        return msg
+
+    def outcome(self, job: JobReader, msg: tuple) -> tuple[str, Any, int]:
+        """(kind, trace or message, bytes) of a message, taken in this worker's order."""
+        _, kind, got, size, new_sigs, new_members = msg
         self.sigs.extend(job.sigs(tuple(v)) for v in new_sigs)
         self.members.extend(tuple(m) for m in new_members)
-        if kind == "trace":
-            got = self._unpack(got)
-        return kind, got, size
+        return kind, self._unpack(got) if kind == "trace" else got, size
 
     def _unpack(self, got: tuple) -> RankTrace:
         file, rank, version, backend, entries, reliable, source, pgs = got
@@ -142,46 +159,77 @@ class _Remote:
         return RankTrace(file, rank, version, backend, out, entries, reliable, source)
 
     def stop(self) -> None:
-        self.recv.close()
+        for conn in (self.tasks, self.recv):
+            conn.close()
         if self.proc.is_alive():
             self.proc.terminate()
         self.proc.join()
 
 
+def _receive(remotes: list[_Remote], dumps: list[str]) -> dict[int, tuple[_Remote, tuple]]:
+    """Every message the workers give, by dump index: chunks handed out as workers drain, two
+    in flight each; stops at a refusal, an unexpected error or a worker that fails."""
+    from multiprocessing.connection import wait
+
+    size = max(1, min(16, len(dumps) // (len(remotes) * 4)))
+    todo = [list(range(i, min(i + size, len(dumps)))) for i in range(0, len(dumps), size)]
+    todo.reverse()
+    for r in remotes:
+        for _ in range(2):
+            if todo:
+                r.give(todo.pop())
+    got: dict[int, tuple[_Remote, tuple]] = {}
+    by_conn = {r.recv: r for r in remotes}
+    while len(got) < len(dumps):
+        for conn in wait([r.recv for r in remotes if r.waiting]):
+            r = by_conn[conn]
+            try:
+                msg = r.take()
+            except (EOFError, OSError, UnsafePickle):
+                return got                      # a worker failed: the rest in this process
+            got[msg[0]] = (r, msg)
+            if msg[1] in ("error", "again"):
+                return got
+            if todo and r.waiting <= size:
+                r.give(todo.pop())
+    return got
+
+
 def read_ahead(job: JobReader, dumps: list[str], workers: int) -> None:
     """Read ``dumps`` in ``workers`` forked processes into ``job.prefetched`` (path -> outcome,
-    as :func:`~.inputs.read_dump` takes it), in order; stops at the first refusal. Dumps a
-    worker could not give are left out: they are read in this process."""
+    as :func:`~.inputs.read_dump` takes it), taken in their order (signatures are numbered as
+    one process numbers them); stops at the first refusal. Dumps no worker gave are left out:
+    they are read in this process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     remotes: list[_Remote] = []
-    # blocked in the workers from their start until they ignore it: Ctrl-C is this process's
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    # blocked in the workers from their start until they ignore Ctrl-C (this process's) and
+    # take SIGTERM's default (a handler of this process's would not stop them)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         try:
-            for k in range(workers):
-                remotes.append(_Remote(ctx, dumps[k::workers]))
+            for _ in range(workers):
+                remotes.append(_Remote(ctx, dumps))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        members: dict[tuple[int, ...], tuple[int, ...]] = {}
-        for i, path in enumerate(dumps):
-            try:
-                kind, got, size = remotes[i % workers].take(job)
-            except (EOFError, OSError, UnsafePickle, ValueError, TypeError):
-                return                          # a worker failed: the rest in this process
-            if kind == "again":
-                return
-            if kind == "trace":                 # one tuple per distinct member list
-                for pg in got.pgs.values():
-                    if pg.members is not None:
-                        pg.members = members.setdefault(pg.members, pg.members)
-            job.prefetched[path] = (kind, got, size)
-            if kind == "error":
-                return
+        got = _receive(remotes, dumps)
     finally:
         for r in remotes:
             r.stop()
+    members: dict[tuple[int, ...], tuple[int, ...]] = {}
+    for i in sorted(got):                       # each worker's messages in its own order too
+        r, msg = got[i]
+        kind, trace, size = r.outcome(job, msg)
+        if kind == "again":
+            return
+        if kind == "trace":                     # one tuple per distinct member list
+            for pg in trace.pgs.values():
+                if pg.members is not None:
+                    pg.members = members.setdefault(pg.members, pg.members)
+        job.prefetched[dumps[i]] = (kind, trace, size)
+        if kind == "error":
+            return
 
 
 def pool_size(dumps: int, minimum: int) -> Optional[int]:

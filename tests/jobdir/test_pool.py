@@ -103,8 +103,8 @@ def test_a_hostile_pickle_read_by_a_worker_is_refused_and_nothing_in_it_runs(
     assert exc.value.code == 2 and err.count("\n") == 1, err
     assert "nccl_trace_rank_9" in err and "refused" in err
     assert not witness.exists()
-    # the refusal came from a worker, in order: ranks 0, 1, 10, 11 (sorted names) and 2..8
-    assert pooled == [["trace"] * 11 + ["error"]]
+    # the refusal came from a worker (rank 9 is the last name: the others came before it)
+    assert len(pooled) == 1 and pooled[0][-1] == "error" and set(pooled[0][:-1]) <= {"trace"}
     assert psutil.Process().children() == []
 
 
@@ -112,16 +112,19 @@ def test_a_worker_that_dies_leaves_its_dumps_to_this_process(tmp_path, pooled, m
     _many(tmp_path)
     real = pool._worker
 
-    def dies(conn, paths, parent):                # worker 1 is killed after its first dump
-        if paths and paths[0].endswith("rank_1"):
-            real(conn, paths[:1], parent)
-            os.kill(os.getpid(), signal.SIGKILL)
-        real(conn, paths, parent)
+    class Doomed:                                  # killed when it is given the sixth dump
+        def __init__(self, tasks):
+            self.tasks = tasks
 
-    monkeypatch.setattr(pool, "_worker", dies)
+        def recv(self):
+            chunk = self.tasks.recv()
+            if chunk and 5 in chunk:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return chunk
+
+    monkeypatch.setattr(pool, "_worker", lambda tasks, *args: real(Doomed(tasks), *args))
     got = _doc([tmp_path])
-    # 3 workers, 12 dumps sorted by name (0, 1, 10, 11, 2...): worker 1 gives rank 1, then dies
-    assert pooled == [["trace"] * 4]
+    assert len(pooled) == 1 and 0 < len(pooled[0]) < 12
     assert [(c["rank"], c["kind"]) for c in got["culprits"]] == [(7, "mismatch")]
     monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
     assert got == _doc([tmp_path])
@@ -133,11 +136,11 @@ def test_an_interrupt_stops_and_reaps_the_workers(tmp_path, pooled, monkeypatch)
     calls = []
     real = pool._Remote.take
 
-    def take(self, job):
+    def take(self):
         calls.append(1)
         if len(calls) == 3:
             raise KeyboardInterrupt
-        return real(self, job)
+        return real(self)
 
     monkeypatch.setattr(pool._Remote, "take", take)
     with pytest.raises(KeyboardInterrupt):
