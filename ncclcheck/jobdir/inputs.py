@@ -86,7 +86,7 @@ def prefetch(job: JobReader, paths: list[str]) -> None:
     dumps = [p for p in paths if p != "-" and _is_dump(p)]
     workers = pool.pool_size(len(dumps), PARALLEL_MIN)
     if workers is not None:
-        pool.read_ahead(job, dumps, workers)
+        pool.read_ahead(job, dumps, workers, read_dump)
 
 
 def read_dump(job: JobReader, path: str) -> Optional[InputStats]:

@@ -25,7 +25,7 @@ import os
 import pickle
 import signal
 from array import array
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.fr import PgTrace, RankTrace
@@ -62,8 +62,10 @@ def _pack(trace: RankTrace, members: dict[tuple, int], new_members: list[tuple])
             trace.reliable, trace.source, tuple(pgs))
 
 
-def _worker(tasks: Any, results: Any, dumps: list[str], parent: int) -> None:
-    """In a worker: for each chunk of indices into ``dumps`` it is given, one message per dump."""
+def _worker(tasks: Any, results: Any, dumps: list[str], read: Callable[..., Any],
+            parent: int) -> None:
+    """In a worker: for each chunk of indices into ``dumps`` it is given, one message per dump
+    (``read``: :func:`~.inputs.read_dump`)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)     # whatever the parent made of it
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -75,8 +77,6 @@ def _worker(tasks: Any, results: Any, dumps: list[str], parent: int) -> None:
         pass
     if os.getppid() != parent:
         return
-    from ncclcheck.jobdir.inputs import read_dump
-
     job = JobReader()
     sent_sigs = 0
     members: dict[tuple, int] = {}
@@ -88,7 +88,7 @@ def _worker(tasks: Any, results: Any, dumps: list[str], parent: int) -> None:
             new_members: list[tuple] = []
             before = len(job.bad)
             try:
-                stats = read_dump(job, dumps[i])
+                stats = read(job, dumps[i])
             except BadInput as exc:
                 msg: tuple = ("error", str(exc), 0)
             except Exception as exc:  # noqa: BLE001 - read again by the parent, which raises it
@@ -112,10 +112,10 @@ class _Remote:
     """One worker: its pipes, the dumps given to it and not answered yet, and its numbering of
     signatures and member lists (as sent, in its order) mapped to this job's."""
 
-    def __init__(self, ctx: Any, dumps: list[str]) -> None:
+    def __init__(self, ctx: Any, dumps: list[str], read: Callable[..., Any]) -> None:
         self.tasks, tasks = ctx.Pipe(duplex=False)[::-1]
         self.recv, results = ctx.Pipe(duplex=False)
-        self.proc = ctx.Process(target=_worker, args=(tasks, results, dumps, os.getpid()),
+        self.proc = ctx.Process(target=_worker, args=(tasks, results, dumps, read, os.getpid()),
                                 daemon=True)
         self.proc.start()
         tasks.close()
@@ -195,11 +195,12 @@ def _receive(remotes: list[_Remote], dumps: list[str]) -> dict[int, tuple[_Remot
     return got
 
 
-def read_ahead(job: JobReader, dumps: list[str], workers: int) -> None:
-    """Read ``dumps`` in ``workers`` forked processes into ``job.prefetched`` (path -> outcome,
-    as :func:`~.inputs.read_dump` takes it), taken in their order (signatures are numbered as
-    one process numbers them); stops at the first refusal. Dumps no worker gave are left out:
-    they are read in this process."""
+def read_ahead(job: JobReader, dumps: list[str], workers: int,
+               read: Callable[..., Any]) -> None:
+    """Read ``dumps`` with ``read`` (:func:`~.inputs.read_dump`, handed over at the fork) in
+    ``workers`` forked processes into ``job.prefetched`` (path -> outcome, as ``read`` takes
+    it), taken in their order (signatures are numbered as one process numbers them); stops at
+    the first refusal. Dumps no worker gave are left out: they are read in this process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
@@ -210,7 +211,7 @@ def read_ahead(job: JobReader, dumps: list[str], workers: int) -> None:
     try:
         try:
             for _ in range(workers):
-                remotes.append(_Remote(ctx, dumps))
+                remotes.append(_Remote(ctx, dumps, read))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
         got = _receive(remotes, dumps)

@@ -19,7 +19,8 @@ PICKLES = [FR / "device" / "h200" / "fr" / "on-demand.nccl.pickle",
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_jobdir", ROOT / "scripts" / "bench-jobdir.py")
+    spec = importlib.util.spec_from_file_location("bench_jobdir",
+                                                  ROOT / "scripts" / "bench-jobdir.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -42,9 +42,9 @@ def pooled(monkeypatch):
     taken: list[list[str]] = []
     real = pool.read_ahead
 
-    def spy(job, dumps, workers):
+    def spy(job, dumps, workers, read):
         assert workers >= 2
-        real(job, dumps, workers)
+        real(job, dumps, workers, read)
         taken.append([kind for kind, _, _ in job.prefetched.values()])
 
     monkeypatch.setattr(pool, "read_ahead", spy)
