@@ -25,7 +25,7 @@ import os
 import pickle
 import signal
 from array import array
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.fr import PgTrace, RankTrace
@@ -121,7 +121,8 @@ class _Remote:
         tasks.close()
         results.close()
         self.waiting = 0
-        self.sigs: list[int] = []              # worker's signature id -> this job's
+        self.sigs: dict[int, int] = {-1: -1}   # worker's signature id -> this job's (-1: none)
+        self.same = True                        # ... all the same number
         self.members: list[tuple[int, ...]] = []
 
     def give(self, chunk: list[int]) -> None:
@@ -138,7 +139,10 @@ class _Remote:
     def outcome(self, job: JobReader, msg: tuple) -> tuple[str, Any, int]:
         """(kind, trace or message, bytes) of a message, taken in this worker's order."""
         _, kind, got, size, new_sigs, new_members = msg
-        self.sigs.extend(job.sigs(tuple(v)) for v in new_sigs)
+        for v in new_sigs:
+            theirs = len(self.sigs) - 1
+            self.sigs[theirs] = job.sigs(tuple(v))
+            self.same = self.same and self.sigs[theirs] == theirs
         self.members.extend(tuple(m) for m in new_members)
         return kind, self._unpack(got) if kind == "trace" else got, size
 
@@ -150,7 +154,7 @@ class _Remote:
             pg.first, pg.last_completed = first, last_completed
             ids = array("i")
             ids.frombytes(sig)
-            pg.sig = array("i", map(self.sigs.__getitem__, ids)) if ids else ids
+            pg.sig = ids if self.same else array("i", map(self.sigs.__getitem__, ids))
             pg.done, pg.began = bytearray(done), bytearray(began)
             pg.record.frombytes(record)
             pg.wait_ms.frombytes(wait)
@@ -166,9 +170,9 @@ class _Remote:
         self.proc.join()
 
 
-def _receive(remotes: list[_Remote], dumps: list[str]) -> dict[int, tuple[_Remote, tuple]]:
-    """Every message the workers give, by dump index: chunks handed out as workers drain, two
-    in flight each; stops at a refusal, an unexpected error or a worker that fails."""
+def _receive(remotes: list[_Remote], dumps: list[str]) -> Iterator[tuple[_Remote, tuple]]:
+    """Each message the workers give, as it comes: chunks handed out as workers drain, two in
+    flight each; ends after a refusal or an unexpected error, or when a worker fails."""
     from multiprocessing.connection import wait
 
     size = max(1, min(16, len(dumps) // (len(remotes) * 4)))
@@ -178,33 +182,37 @@ def _receive(remotes: list[_Remote], dumps: list[str]) -> dict[int, tuple[_Remot
         for _ in range(2):
             if todo:
                 r.give(todo.pop())
-    got: dict[int, tuple[_Remote, tuple]] = {}
     by_conn = {r.recv: r for r in remotes}
-    while len(got) < len(dumps):
+    left = len(dumps)
+    while left:
         for conn in wait([r.recv for r in remotes if r.waiting]):
             r = by_conn[conn]
             try:
                 msg = r.take()
             except (EOFError, OSError, UnsafePickle):
-                return got                      # a worker failed: the rest in this process
-            got[msg[0]] = (r, msg)
+                return                          # a worker failed: the rest in this process
+            left -= 1
+            yield r, msg
             if msg[1] in ("error", "again"):
-                return got
+                return
             if todo and r.waiting <= size:
                 r.give(todo.pop())
-    return got
 
 
 def read_ahead(job: JobReader, dumps: list[str], workers: int,
                read: Callable[..., Any]) -> None:
     """Read ``dumps`` with ``read`` (:func:`~.inputs.read_dump`, handed over at the fork) in
     ``workers`` forked processes into ``job.prefetched`` (path -> outcome, as ``read`` takes
-    it), taken in their order (signatures are numbered as one process numbers them); stops at
-    the first refusal. Dumps no worker gave are left out: they are read in this process."""
+    it), taken in their order as they come (signatures are numbered as one process numbers
+    them); stops at the first refusal. Dumps no worker gave are left out: they are read in
+    this process."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
     remotes: list[_Remote] = []
+    early: dict[int, tuple[_Remote, tuple]] = {}     # come before an earlier dump
+    members: dict[tuple[int, ...], tuple[int, ...]] = {}
+    nxt = 0
     # blocked in the workers from their start until they ignore Ctrl-C (this process's) and
     # take SIGTERM's default (a handler of this process's would not stop them)
     old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -214,23 +222,32 @@ def read_ahead(job: JobReader, dumps: list[str], workers: int,
                 remotes.append(_Remote(ctx, dumps, read))
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
-        got = _receive(remotes, dumps)
+        for r, msg in _receive(remotes, dumps):
+            early[msg[0]] = (r, msg)
+            while nxt in early:
+                if not _settle(job, dumps[nxt], *early.pop(nxt), members):
+                    return
+                nxt += 1
     finally:
         for r in remotes:
             r.stop()
-    members: dict[tuple[int, ...], tuple[int, ...]] = {}
-    for i in sorted(got):                       # each worker's messages in its own order too
-        r, msg = got[i]
-        kind, trace, size = r.outcome(job, msg)
-        if kind == "again":
+    for i in sorted(early):                     # after a worker failed: those it left out
+        if not _settle(job, dumps[i], *early[i], members):
             return
-        if kind == "trace":                     # one tuple per distinct member list
-            for pg in trace.pgs.values():
-                if pg.members is not None:
-                    pg.members = members.setdefault(pg.members, pg.members)
-        job.prefetched[dumps[i]] = (kind, trace, size)
-        if kind == "error":
-            return
+
+
+def _settle(job: JobReader, path: str, r: _Remote, msg: tuple,
+            members: dict[tuple[int, ...], tuple[int, ...]]) -> bool:
+    """Take one message (each worker's in its own order); False: read no further."""
+    kind, trace, size = r.outcome(job, msg)
+    if kind == "again":
+        return False
+    if kind == "trace":                         # one tuple per distinct member list
+        for pg in trace.pgs.values():
+            if pg.members is not None:
+                pg.members = members.setdefault(pg.members, pg.members)
+    job.prefetched[path] = (kind, trace, size)
+    return kind != "error"
 
 
 def pool_size(dumps: int, minimum: int) -> Optional[int]:

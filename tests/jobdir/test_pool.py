@@ -69,6 +69,26 @@ def test_workers_give_the_document_of_one_process_on_real_dumps(name, pooled, mo
     assert got == _doc(paths)
 
 
+def test_workers_give_the_document_of_one_process_on_mixed_dumps(tmp_path, pooled, monkeypatch):
+    # gaps in a window, two groups, p2p entries, nccl timings, JSON, a file that is no dump,
+    # and signatures each worker meets in another order
+    import json
+
+    sub = ("1", "sub")
+    for r in range(9):
+        mine = [entry(1, "reduce_scatter", process_group=sub)]
+        world = [entry(1), entry(2, "send", is_p2p=True), *(() if r == 4 else (entry(2),)),
+                 entry(3, "broadcast" if r == 6 else "all_reduce", size=8 + r % 2)]
+        data = dump(mine + world if 2 <= r <= 5 else world + mine, "[0, 1, 2, 3, 4, 5, 6, 7, 8]")
+        (tmp_path / f"nccl_trace_rank_{r}").write_bytes(
+            json.dumps(data).encode() if r == 5 else pickle.dumps(data, protocol=2 + r % 4))
+    (tmp_path / "nccl_trace_rank_9").write_text('{"entries": [], "pg_config": {}}')
+    got = _doc([tmp_path])
+    assert len(pooled) == 1 and pooled[0].count("trace") == 9 and pooled[0].count("bad") == 1
+    monkeypatch.setattr(inputs, "PARALLEL_MIN", 10 ** 9)
+    assert got == _doc([tmp_path])
+
+
 def test_a_diverging_worker_is_caught(pooled, monkeypatch):
     # the comparison above can fail: a worker that loses a completed collective changes the doc
     real = pool._pack
