@@ -1,22 +1,22 @@
 """Many Flight Recorder dumps read by worker processes: bounded, ordered, nothing left behind.
 
 Unpickling is most of a dump's time and runs in C under each process's own lock, so
-:func:`read_ahead` forks a few workers (one per CPU this process may run on, at most
-:data:`MAX_WORKERS`). Worker ``k`` of ``n`` reads dumps ``k, k+n, k+2n...`` in turn, each with the
-same reader as one process (:func:`~.inputs.read_dump`: the restricted unpickler, nothing in a
-dump runs), and sends back for each, over its own pipe, only what the verdict keeps: the compact
-columns as bytes, the signatures and member lists it met for the first time, as a pickle of plain
-data (tuples, strings, bytes, numbers) that this side reads with the same restricted unpickler.
-Reading the pipes in turn gives the dumps in their order whatever the timing; a worker waits
-while its pipe is full, so at most one dump per worker, and its message, is held beyond what the
-verdict keeps.
+:func:`read_ahead` forks a few workers (:func:`cpus`: one per CPU this process may use, at most
+:data:`MAX_WORKERS`). Each is handed chunks of dumps as it drains (two chunks in flight), reads
+them with the reader one process uses (:func:`~.inputs.read_dump`: the restricted unpickler,
+nothing in a dump runs) and sends back for each, over its own pipe, only what the verdict keeps:
+the compact columns as bytes and the signatures and member lists it met for the first time, as a
+pickle of plain data (tuples, strings, bytes, numbers) that this side reads with the same
+restricted unpickler. The messages are taken in the dumps' order (one that comes early waits for
+those before it), so signatures are numbered as one process numbers them and the document is the
+same. A worker holds one dump at a time, and this process keeps only what the verdict keeps.
 
 On a refused dump the workers are stopped (the refusal is raised where the dump comes in
 order). A worker that fails (killed, out of memory) or meets an error the reader does not expect
-stops the pool too: its dumps, and those after it, are read in this process as if there had been
-no pool, so the outcome is the same. Workers ignore Ctrl-C (this process handles it), die with
-it (``PR_SET_PDEATHSIG``), and are terminated and reaped before :func:`read_ahead` returns or
-raises.
+stops the pool too: the dumps no worker gave are read in this process as if there had been no
+pool, so the outcome is the same. Workers ignore Ctrl-C (this process handles it), take
+SIGTERM's default, die with this process (``PR_SET_PDEATHSIG``), and are terminated and reaped
+before :func:`read_ahead` returns or raises. Linux only (fork; elsewhere one process reads).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import sys
 from array import array
 from typing import Any, Callable, Iterator, Optional
 
@@ -35,12 +36,25 @@ from ncclcheck.jobdir.unpickle import UnsafePickle, safe_loads
 MAX_WORKERS = 16
 
 
-def cpus() -> int:
-    """CPUs this process may run on (its affinity; else the machine's count)."""
+def cpus(root: str = "/") -> int:
+    """CPUs this process may use: its affinity (else the machine's count), capped by its
+    cgroup v2 CPU quota (``cpu.max``: a container's or a Slurm step's limit; ``root``: where
+    /proc and /sys are, for tests)."""
     try:
-        return len(os.sched_getaffinity(0)) or 1
+        n = len(os.sched_getaffinity(0)) or 1
     except (AttributeError, OSError):
-        return os.cpu_count() or 1
+        n = os.cpu_count() or 1
+    try:
+        with open(os.path.join(root, "proc/self/cgroup"), encoding="ascii") as f:
+            rel = next(ln[3:].strip() for ln in f if ln.startswith("0::"))
+        with open(os.path.join(root, f"sys/fs/cgroup{rel.rstrip('/')}/cpu.max"),
+                  encoding="ascii") as f:
+            quota, period = f.read().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, -(-int(quota) // int(period))))
+    except (OSError, StopIteration, ValueError, UnicodeDecodeError):
+        pass
+    return n
 
 
 def _pack(trace: RankTrace, members: dict[tuple, int], new_members: list[tuple]) -> tuple:
@@ -251,11 +265,9 @@ def _settle(job: JobReader, path: str, r: _Remote, msg: tuple,
 
 
 def pool_size(dumps: int, minimum: int) -> Optional[int]:
-    """Workers for ``dumps`` dumps: None (read them in this process) under ``minimum`` or on
-    one CPU or where ``fork`` is not offered (macOS's default, Windows)."""
-    import multiprocessing
-
-    n = min(cpus(), MAX_WORKERS, dumps)
-    if dumps < minimum or n < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    """Workers for ``dumps`` dumps: None (read them in this process) under ``minimum``, on one
+    CPU, or off Linux (no fork where it is unsafe, no PR_SET_PDEATHSIG)."""
+    if dumps < minimum or not sys.platform.startswith("linux"):
         return None
-    return n
+    n = min(cpus(), MAX_WORKERS, dumps)
+    return n if n >= 2 else None

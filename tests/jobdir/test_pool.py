@@ -207,3 +207,16 @@ def test_ctrl_c_during_a_pooled_read_exits_130_and_leaves_no_process(tmp_path):
     gone, alive = psutil.wait_procs(workers, timeout=10)
     assert not alive
     shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("cpu_max, want", [("max 100000", 8), ("150000 100000", 2),
+                                           ("50000 100000", 1), (None, 8)])
+def test_workers_fit_the_cgroup_cpu_quota(tmp_path, monkeypatch, cpu_max, want):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)), raising=False)
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "cgroup").write_text("0::/slurm/uid_0/job_7/step_0\n")
+    if cpu_max:
+        folder = tmp_path / "sys" / "fs" / "cgroup" / "slurm" / "uid_0" / "job_7" / "step_0"
+        folder.mkdir(parents=True)
+        (folder / "cpu.max").write_text(cpu_max + "\n")
+    assert pool.cpus(str(tmp_path)) == want
