@@ -6,19 +6,18 @@ writes them plain); any other file is text, read by ``diagnose``'s NCCL log read
 here for the job's own lines (:data:`KEYS`, found at C speed by the prefilter).
 
 Many dumps (:data:`PARALLEL_MIN` and more) are read ahead by :func:`prefetch` in forked worker
-processes, one chunk of files each: unpickling is most of the time and runs in C under each
-process's own lock. Each worker returns compact traces (and its signature table, remapped here);
-:func:`read_dump` then takes each path's outcome in order, as if it had read it itself.
+processes (:mod:`.pool`): unpickling is most of the time and runs in C under each process's own
+lock. :func:`read_dump` then takes each path's outcome in order, as if it had read it itself.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from array import array
 from typing import Any, Optional
 
 from ncclcheck.errors import BadInput
+from ncclcheck.jobdir import pool
 from ncclcheck.jobdir.job import JobReader, sniff
 from ncclcheck.jobdir.ras import KEYS as RAS_KEYS
 from ncclcheck.jobdir.text import LABEL_B
@@ -45,7 +44,6 @@ _FULL_RX = re.compile(b"|".join(re.escape(k) for k in _FULL))
 _KEYS_BUT_PREFIX = tuple(k for k in KEYS if k != b"[rank")
 TAIL_BYTES = 2 << 20     #: where a plain file's ranks' last lines are looked for
 PARALLEL_MIN = 128       #: dumps from which they are read by worker processes
-MAX_WORKERS = 16
 
 
 def expand(paths: list[str]) -> list[str]:
@@ -80,52 +78,15 @@ def _is_dump(path: str) -> bool:
         return False
 
 
-def _read_chunk(paths: list[str]) -> tuple[list[tuple[str, str, Any, int]], list[Any]]:
-    """In a worker: each path's outcome (kind, trace or message, bytes) and the signatures."""
-    job = JobReader()
-    out: list[tuple[str, str, Any, int]] = []
-    for path in paths:
-        before = len(job.bad)
-        try:
-            stats = read_dump(job, path)
-        except BadInput as exc:
-            out.append((path, "error", str(exc), 0))
-            continue
-        if stats is None:
-            out.append((path, "text", None, 0))
-        elif len(job.bad) > before:
-            out.append((path, "bad", job.bad[-1], stats.bytes))
-        else:
-            out.append((path, "trace", job.dumps.pop(), stats.bytes))
-    return out, job.sigs.values
-
-
 def prefetch(job: JobReader, paths: list[str]) -> None:
-    """Read the dumps among ``paths`` ahead in worker processes when there are many of them."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    if len(paths) < PARALLEL_MIN or (cpus or 1) < 2:
+    """Read the dumps among ``paths`` ahead in worker processes (:mod:`.pool`) when there are
+    :data:`PARALLEL_MIN` or more of them and more than one CPU."""
+    if len(paths) < PARALLEL_MIN or pool.pool_size(len(paths), PARALLEL_MIN) is None:
         return
     dumps = [p for p in paths if p != "-" and _is_dump(p)]
-    if len(dumps) < PARALLEL_MIN:
-        return
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    try:
-        ctx = multiprocessing.get_context("fork")
-    except ValueError:                       # no fork (macOS default, Windows): one process
-        return
-    workers = min(cpus or 1, MAX_WORKERS)
-    size = max(8, len(dumps) // (workers * 8))
-    chunks = [dumps[i:i + size] for i in range(0, len(dumps), size)]
-    with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        for outcomes, values in pool.map(_read_chunk, chunks):
-            ids = {-1: -1, **{i: job.sigs(v) for i, v in enumerate(values)}}
-            for path, kind, got, size_ in outcomes:
-                if kind == "trace":
-                    for pg in got.pgs.values():
-                        pg.sig = array("i", map(ids.__getitem__, pg.sig))
-                job.prefetched[path] = (kind, got, size_)
+    workers = pool.pool_size(len(dumps), PARALLEL_MIN)
+    if workers is not None:
+        pool.read_ahead(job, dumps, workers, read_dump)
 
 
 def read_dump(job: JobReader, path: str) -> Optional[InputStats]:
