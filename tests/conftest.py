@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import fcntl
-import functools
 import io
 import os
 import shutil
@@ -37,67 +35,24 @@ def pytest_addoption(parser):
                      help="Rewrite golden files from the current output.")
 
 
-#: The niceness of the tests that run beside an ``alone`` one (see pytest_runtest_protocol).
-BESIDE = 10
-
-
-@functools.lru_cache(maxsize=None)
-def alone_module(path: Path) -> bool:
-    """Whether a test module's ``pytestmark`` holds ``pytest.mark.alone``."""
-    try:
-        tree = ast.parse(path.read_text())
-    except (OSError, SyntaxError, ValueError):
-        return False
-    return any(isinstance(node, ast.Assign)
-               and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
-               and any(isinstance(n, ast.Attribute) and n.attr == "alone"
-                       for n in ast.walk(node.value))
-               for node in tree.body)
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """README's ``--dist loadfile``, with one change: the modules marked ``alone`` form one unit
-    of work. Each other module still goes whole to one worker (its fixtures are built once); one
-    worker runs the alone modules one after another (the largest unit: it is handed out first),
-    while the other runs the rest beside them."""
-    if config.getvalue("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class AloneTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = super()._split_scope(nodeid)
-            return "alone" if alone_module(config.rootpath / module) else module
-
-    return AloneTogether(config, log)
-
-
 @contextlib.contextmanager
-def _turn(folder: Path, alone: bool, deadline: bool):
-    """Where a test runs beside an ``alone`` one. The alone tests hold a lock among themselves
-    (they never overlap, even under another --dist), at nice 0. Every other test runs at nice 10,
-    its child processes too: beside an alone test it takes the CPU that test leaves idle, and a
-    tenth of a CPU both want (the kernel's weights for nice 10 and 0: 110 and 1024), so that
-    test's timings stay its own. A ``deadline`` test (its assertion is a wall-clock limit
-    of the command under test) runs at nice 0: it uses little CPU, and must not be starved.
-    flock's lock goes with the process, so a killed worker frees it. Lowering the niceness
-    back needs root (as the netns tests do): elsewhere, the tests keep nice 0."""
-    nice = 0 if alone or deadline else BESIDE
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, nice)
-    except OSError:
-        pass
-    with open(folder / "alone.lock", "a+") as lock:
+def _turn(folder: Path, alone: bool):
+    """A readers-writer lock across pytest-xdist's workers, with the writer first: an ``alone``
+    test takes the turnstile, waits for the tests running beside it to end, and runs by itself;
+    other tests pass the turnstile and share the lock. flock's locks go with the process, so a
+    killed worker frees them."""
+    with open(folder / "alone.turnstile", "a+") as gate, open(folder / "alone.lock", "a+") as lock:
+        fcntl.flock(gate, fcntl.LOCK_EX)
         if alone:
             fcntl.flock(lock, fcntl.LOCK_EX)
+            fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(lock, fcntl.LOCK_SH)
         try:
             yield
         finally:
-            if alone:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, 0, 0)
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -109,8 +64,7 @@ def pytest_runtest_protocol(item, nextitem):
         return
     # The workers' base folders (popen-gwN) share their parent, inside pytest-of-*.
     folder = item.config._tmp_path_factory.getbasetemp().parent
-    with _turn(folder, item.get_closest_marker("alone") is not None,
-               item.get_closest_marker("deadline") is not None):
+    with _turn(folder, item.get_closest_marker("alone") is not None):
         yield
 
 

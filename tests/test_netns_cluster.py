@@ -72,7 +72,6 @@ def test_nodes_resolve_each_other_by_name(two_nodes):
     assert out.split() == [two_nodes.nodes[0].addr] * 2
 
 
-@pytest.mark.deadline
 def test_set_rate_shapes_traffic_and_can_be_removed(make_cluster):
     c = make_cluster(2, rate="1gbit")
     assert c.rate("node1") == "1Gbit"
@@ -144,7 +143,6 @@ def test_clusters_side_by_side_get_distinct_subnets(make_cluster, two_nodes):
     assert ssh.stdout.strip() == "gpu1"
 
 
-@pytest.mark.deadline
 def test_down_kills_every_process_and_removes_everything_idempotently():
     c = Cluster.up(2)
     stray = subprocess.Popen(c.exec_argv("node1", ["sleep", "600"]), start_new_session=True)

@@ -105,7 +105,6 @@ def test_ssh_failure_lines(stderr, expected):
     assert ssh_failure("n", stderr) == expected
 
 
-@pytest.mark.deadline
 def test_output_held_open_by_a_leftover_does_not_hang_the_reader():
     """A ControlPersist master or ProxyCommand can keep ssh's pipes open after ssh exits."""
     from ncclcheck.remote import RemoteProcess
@@ -168,7 +167,6 @@ def ssh(two_nodes):
     return SSH(ssh_config=two_nodes.ssh_config, connect_timeout=2)
 
 
-@pytest.mark.deadline
 @pytest.mark.netns
 @needs_netns
 @pytest.mark.parametrize("concurrency", [32, 1])
@@ -226,7 +224,6 @@ def test_nonzero_exit_and_per_node_argv(two_nodes, ssh):
                      "198.18.255.254": (None, "198.18.255.254: no argv for this one")}
 
 
-@pytest.mark.deadline
 @pytest.mark.netns
 @needs_netns
 def test_timeout_returns_on_time_and_stops_the_remote_tree(two_nodes, ssh):
@@ -241,7 +238,6 @@ def test_timeout_returns_on_time_and_stops_the_remote_tree(two_nodes, ssh):
     assert leftovers(two_nodes, "node1") == []
 
 
-@pytest.mark.deadline
 @pytest.mark.netns
 @needs_netns
 def test_killing_the_local_ssh_mid_run_leaves_nothing_on_the_node(two_nodes, ssh):
@@ -262,7 +258,6 @@ def test_killing_the_local_ssh_mid_run_leaves_nothing_on_the_node(two_nodes, ssh
         process.kill()                        # a failed assertion leaves nothing for the next
 
 
-@pytest.mark.deadline
 @pytest.mark.netns
 @needs_netns
 def test_launcher_death_stops_local_ssh_and_remote_tree(two_nodes):

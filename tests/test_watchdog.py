@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.deadline]
+pytestmark = pytest.mark.slow
 
 WATCHDOG = [sys.executable, "-m", "ncclcheck.watchdog"]
 

@@ -160,7 +160,6 @@ def test_parse_keeps_only_the_first_table():
     (0, "9" * 5000, "too long to read"),
     (0, "9" * 30, "is beyond"),
 ])
-@pytest.mark.deadline
 def test_absurd_cell_is_exit_2_naming_the_line_within_1_s(tmp_path, column, cell, needle):
     import subprocess
     import sys

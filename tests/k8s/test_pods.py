@@ -197,11 +197,12 @@ def mpijob_rank(c, tmp: Path):
 
 
 #: Hydra installs (the ``mpirun`` of Intel MPI and MPICH) to run ``rank`` under:
-#: ``NCCLCHECK_TEST_HYDRA="mpich=PREFIX,intel=PREFIX"``, else MPICH's wheel in ``.hydra``
-#: (scripts/install-test-deps; ``pip install --prefix .hydra mpich``; Intel MPI's is
-#: ``impi-rt``).
+#: ``NCCLCHECK_TEST_HYDRA="mpich=PREFIX,intel=PREFIX"``, else the wheels scripts/install-test-deps
+#: puts in ``.hydra`` (``pip install --prefix .hydra mpich``) and ``.hydra-intel`` (Intel MPI's
+#: runtime, ``impi-rt``).
 HYDRAS = dict(kv.split("=", 1) for kv in os.environ.get("NCCLCHECK_TEST_HYDRA", "").split(",")
-              if "=" in kv) or {"mpich": str(Path(__file__).parents[2] / ".hydra")}
+              if "=" in kv) or {"mpich": str(Path(__file__).parents[2] / ".hydra"),
+                                "intel": str(Path(__file__).parents[2] / ".hydra-intel")}
 
 
 def hydra_rank(c, impl: str, tmp: Path):
@@ -650,8 +651,8 @@ def test_rank_under_hydras_mpirun_in_an_mpijob_learns_rank_0_over_mpi(runs, impl
     same rank-0 address, which rank 0 told over MPI (MPICH ABI, ncclcheck/bench/mpiaddr.py);
     before, rank stopped with "mpirun -genv MASTER_ADDR HOST". Never hangs (120 s at most)."""
     if f"hydra-{impl}" not in runs[1]:
-        if impl == "mpich" and os.environ.get("CI"):
-            pytest.fail("MPICH's Hydra is not in .hydra (scripts/install-test-deps)")
+        if os.environ.get("CI"):
+            pytest.fail(f"{impl}'s Hydra is not in {HYDRAS.get(impl)} (scripts/install-test-deps)")
         pytest.skip(f"no {impl} Hydra (NCCLCHECK_TEST_HYDRA={impl}=PREFIX)")
     c, (code, out, err), _ = result(runs, f"hydra-{impl}")
     assert code == 0, err[-2000:]
