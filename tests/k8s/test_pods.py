@@ -528,8 +528,9 @@ POD_ONLY = {("host", "launcher"), ("host", "container")}
 
 def comparable(facts: dict) -> dict:
     """A facts document without what differs by who started the process: :data:`POD_ONLY`, the
-    ``env`` section, the rendezvous address, and the first entry of python's ``sys.path`` (the
-    console script's folder in a pod, ssh's working folder for ``python -m``)."""
+    ``env`` section, the rendezvous address, the first entry of python's ``sys.path`` (the
+    console script's folder in a pod, ssh's working folder for ``python -m``), and the free
+    bytes of /dev/shm (a moment's use: the benches running beside the probes use it)."""
     out = {}
     for name, section in facts["sections"].items():
         if name == "env":
@@ -539,6 +540,8 @@ def comparable(facts: dict) -> dict:
         if name == "netpath" and isinstance(data.get("resolve"), dict):
             data["resolve"] = {k: v for k, v in data["resolve"].items()
                                if k not in ("master_addr", "master_addrs")}
+        if name == "limits" and isinstance(data.get("shm"), dict):
+            data["shm"] = {k: v for k, v in data["shm"].items() if k != "free_bytes"}
         if name == "nccl" and isinstance(data.get("python"), dict):
             data["python"] = {**data["python"], "sys_path": data["python"]["sys_path"][1:]}
         out[name] = {"status": section.get("status"), "data": data}
