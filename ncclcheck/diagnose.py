@@ -173,6 +173,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
                 what = "not a readable gzip file" if src.stats.gzip else "cannot read"
                 raise BadInput(f"{name}: {what} ({src.stats.error.removeprefix('read stopped: ')})")
             inputs.append(src.stats)
+    state.gpu_models = pasted.tests.gpu_models()    # GPUDirect RDMA by platform (GB10: none)
     run_checks(state)
     check_pasted(state, pasted)
     doc = build_document(state, inputs)

@@ -31,6 +31,7 @@ from ncclcheck.judge.derived_base import (  # noqa: F401 - plural, multi_node re
     multi_node,
     plural,
 )
+from ncclcheck.judge.derived_gdr import check_gdr_unseen, without_gdr_by_design
 from ncclcheck.judge.derived_hosts import (
     check_gdr_hosts,
     gdr_module_words,
@@ -261,6 +262,8 @@ def check_gdr(state: LogState) -> None:
         disabled = [hca for hca, on in p.gdr.items() if not on and not hca.startswith("Socket")]
         if disabled and "gdr_disabled" in p.evidence:
             affected.append((p, disabled))
+    keep = without_gdr_by_design(state, [p for p, _ in affected])    # DGX Spark: by design
+    affected = [(p, d) for p, d in affected if p in keep]
     if not affected:
         return
     hcas = sorted({h.split(":", 1)[1] for _, d in affected for h in d})
@@ -371,7 +374,7 @@ def check_fallbacks(state: LogState) -> None:
 
 
 CHECKS = (check_versions, check_version_hints, check_drivers, check_transports, check_interfaces, check_rdma_unused,
-          check_gdr, check_gdr_hosts, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
+          check_gdr, check_gdr_hosts, check_gdr_unseen, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
 
 
 def run_checks(state: LogState) -> None:

@@ -18,6 +18,7 @@ from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.logparse.version_hints import show, version_in
 from ncclcheck.signatures.ib import peermem_words
 from ncclcheck.judge.derived_base import _raise, plural
+from ncclcheck.judge.derived_gdr import no_gdr_platform
 
 #: RDMA device name prefix -> what it is (rdma-core provider names, as /sys/class/infiniband shows).
 VENDORS = (
@@ -82,7 +83,7 @@ def check_gdr_hosts(state: LogState) -> None:
         if not host or p.net_family() != "ib" or not p.transports.get("NET/IB"):
             continue
         (used if p.gdr_connections else unused)[host].append(p)
-    without = sorted(set(unused) - set(used))
+    without = sorted(h for h in set(unused) - set(used) if not no_gdr_platform(state, h))
     if not used or not without:
         return
     procs = [p for h in without for p in unused[h]]

@@ -37,6 +37,8 @@ class FactsMixin:
                 proc.transports[transport] = proc.transports.get(transport, 0) + 1
             if gdr:
                 proc.gdr_connections += 1
+            elif "net_conn" not in proc.evidence and transport[:4] == "NET/":
+                proc.evidence["net_conn"] = evidence(file, lineno, line)  # GDR off, unsaid why
         elif kind == "ring":
             channel, total = value
             if len(proc.rings) < MAX_LIST:

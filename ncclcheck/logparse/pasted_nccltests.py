@@ -50,6 +50,16 @@ class PastedNcclTests:
             self.close()
         return True
 
+    def gpu_models(self) -> dict[str, set[str]]:
+        """host -> the GPU names nccl-tests' device lines show (``#  Rank 0 ... on spark-fb97
+        device 0 [000f:01:00] NVIDIA GB10``), for the tables read so far."""
+        out: dict[str, set[str]] = {}
+        for facts, _ in self.tables:
+            for rank in facts["ranks"][:4096]:
+                if rank["gpu"] and len(out) < 4096:
+                    out.setdefault(rank["host"], set()).add(rank["gpu"])
+        return out
+
     def close(self) -> None:
         """End the table being read."""
         if self._lines and len(self.tables) < MAX_TABLES:

@@ -78,6 +78,7 @@ class LogState(FactsMixin):
         self.rdma_devices: dict[Optional[str], set[str]] = {}             # host -> names
         self.env_evidence: dict[str, dict[str, Any]] = {}   # "NAME=value" -> first line
         self.exported: dict[str, tuple[str, dict[str, Any]]] = {}  # shell "NCCL_X=v" -> value, line
+        self.gpu_models: dict[str, set[str]] = {}   # host -> GPU names (nccl-tests device lines)
         self.host_labels: set[str] = set()                  # launcher host labels seen on NCCL lines
         self.parse_errors = 0
         self.first_parse_error: Optional[str] = None

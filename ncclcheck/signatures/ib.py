@@ -146,10 +146,18 @@ GDR_NOT_READY = Signature(
           "nodes is staged through host memory (lower bandwidth, more CPU).",
     fix="Load the peer-memory module on every node (`modprobe nvidia-peermem`, check "
         "/sys/module/nvidia_peermem) or use a kernel and the open GPU kernel module with DMA-BUF "
-        "support; then look for `via NET/IB/<n>/GDRDMA` in the channel lines.",
+        "support; then look for `via NET/IB/<n>/GDRDMA` in the channel lines. Not on DGX Spark "
+        "(GB10), where GPUDirect RDMA is not supported by design.",
     docs=f"{NCCL_TROUBLESHOOTING} (GPU Direct); src/transport/net_ib/gdr.cc; "
          "https://github.com/NVIDIA/nccl/issues/1537")
 
+
+
+#: DGX Spark's integrated GB10 supports neither nvidia-peermem nor DMA-BUF (DGX Spark porting guide,
+#: https://docs.nvidia.com/dgx/dgx-spark-porting-guide/porting/cuda.html): nothing to load there.
+NOT_ON_SPARK = (" Not on DGX Spark (GB10): GPUDirect RDMA is not supported there by design "
+                "(nvidia-peermem and DMA-BUF do not work on its integrated GPU), so host staging "
+                "is expected and there is nothing to load.")
 
 
 def peermem_words(version: Optional[str]) -> tuple[str, str]:
@@ -193,14 +201,15 @@ def peermem_words(version: Optional[str]) -> tuple[str, str]:
                 "either.",
                 "`modprobe nvidia-peermem` on this host (and at boot), or use DMA-BUF (open GPU "
                 "kernel module, kernel >= 5.12); then look for `via NET/IB/<n>/GDRDMA` in the "
-                "channel lines.")
+                "channel lines." + NOT_ON_SPARK)
     return ("NCCL found no peer-memory module it recognises: either none is loaded, or NCCL <= "
             "2.22 does not see the nvidia_peermem that is (it reads only "
             "/sys/kernel/mm/memory_peers/{nv_mem,nvidia-peermem}/version; 2.23 added "
             "/sys/module/nvidia_peermem, NVIDIA/nccl#1676); DMA-BUF registration was not "
             "available either.",
             f"Check {check}: loaded but unseen, upgrade NCCL to >= 2.23; not loaded, `modprobe "
-            "nvidia-peermem`; or use DMA-BUF (open GPU kernel module, kernel >= 5.12).")
+            "nvidia-peermem`; or use DMA-BUF (open GPU kernel module, kernel >= 5.12)."
+            + NOT_ON_SPARK)
 
 
 def _mtu_detail(m: re.Match[str]) -> Detail:
