@@ -2,8 +2,9 @@
 by design.
 
 * **Off, reason unprinted.** NCCL prints why GPUDirect RDMA is off (``NET/IB : GPU Direct RDMA
-  Disabled for HCA n``, src/graph/topo.cc) only under ``NCCL_DEBUG_SUBSYS`` NET: the default
-  mask is INIT and ENV (src/debug.cc at v2.22.3-1: ``ncclDebugMask = NCCL_INIT|NCCL_ENV``). The
+  Disabled for HCA n``, src/graph/topo.cc) only under ``NCCL_DEBUG_SUBSYS`` NET, which the
+  default leaves out (src/debug.cc: ``NCCL_INIT|NCCL_ENV`` at v2.22.3-1, ``NCCL_INIT |
+  NCCL_BOOTSTRAP | NCCL_ENV`` at v2.30.7-1). The
   connection lines are printed under INIT and carry ``/GDRDMA`` when a connection uses it
   (src/transport/net.cc). So a host whose every NET/IB connection lacks ``/GDRDMA``, with no
   ``GPU Direct RDMA`` line at all, stages all inter-node traffic through host memory and the log
@@ -93,8 +94,8 @@ def check_gdr_unseen(state: LogState) -> None:
                  "src/transport/net_ib.cc ncclIbGdrSupport/ncclIbDmaBufSupport) and the two are "
                  "no farther apart than NCCL_NET_GDR_LEVEL (PXB by default; src/graph/paths.cc "
                  "ncclTopoCheckGdr). Which one failed is printed only under "
-                 "NCCL_DEBUG_SUBSYS=NET, which the default (INIT,ENV) leaves out. Staging through "
-                 "host memory costs bandwidth: in NVIDIA/nccl#1412 loading the module took "
+                 "NCCL_DEBUG_SUBSYS=NET, which the default (INIT,BOOTSTRAP,ENV) leaves out. Staging "
+                 "through host memory costs bandwidth: in NVIDIA/nccl#1412 loading the module took "
                  "all_gather_perf from 33 to 93 GB/s.",
            fix="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the 'GPU Direct "
                "RDMA' lines: 'Disabled for HCA n' means no peer-memory path, so `modprobe "
