@@ -1,7 +1,9 @@
 """Findings from pasted ``ip addr`` output: the NCCL_SOCKET_IFNAME to set (issue 24).
 
 * what the ``net-socket-ifname`` rule itself recommends over the pasted interfaces (a docker or
-  ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set);
+  ``br-*`` bridge NCCL would pick beside the real NIC, and the exact value to set); where the
+  rule is quiet (NCCL's default already right), the value and why, as info (``ip addr`` or
+  ``ifconfig``);
 * a bond over two or more NICs listed beside a management NIC: the bond alone;
 * a BGP-unnumbered host whose routable /32 is on ``lo`` while its NICs carry only IPv6
   link-local addresses: NCCL can use neither as it stands (NVIDIA/nccl#1053).
@@ -35,6 +37,8 @@ def check_interfaces(state: LogState, pasted: Pasted) -> None:
     if _loopback_slash32(state, nodes, what, ev):
         return
     result = evaluate([net_socket_ifname.RULE], nodes)
+    if not result["findings"]:
+        _default_is_right(state, nodes, what, ev)
     for f in result["findings"]:
         hosts = [h for h in f["hosts"] if h != "pasted"]
         value = f["env"].get("NCCL_SOCKET_IFNAME")
@@ -49,6 +53,40 @@ def check_interfaces(state: LogState, pasted: Pasted) -> None:
                      cause=f["why"],
                      fix=(f"Set NCCL_SOCKET_IFNAME={value} on every node." if value else f["fix"]))
         _acc_hosts(acc, hosts)
+
+
+def _default_is_right(state: LogState, nodes: list[dict[str, Any]], what: str,
+                      ev: list[dict[str, Any]]) -> None:
+    """The rule is quiet when NCCL's default already picks the right interfaces: say which, and
+    why the others are left out (docker0 and lo by NCCL's own default ``^docker,lo``,
+    src/misc/socket.cc ncclFindInterfaces), so the paste still gives the value and its reason.
+    A docker bridge in sight gets one more line: tools beside NCCL that do not skip it (Open
+    MPI's TCP transport uses every interface unless told, horovod/horovod#310) need their own
+    exclusion."""
+    from ncclcheck.rules.net_socket_ifname import select
+
+    sel = select(nodes)
+    if sel.value is None or not sel.names or any(not sel.names.get(h) for h in sel.hosts):
+        return          # a cut paste (no usable interface): nothing to say
+    hosts = [h for h in sel.hosts if h != "pasted"]
+    left = sorted({why for h in sel.hosts for why in sel.rejected.get(h, {}).values()
+                   if not why.endswith("has no usable address")})
+    docker = sorted({i["name"] for n in nodes for i in _ifaces(n) if i["kind"] == "docker"})
+    mpi = (f" Open MPI's TCP transport is not NCCL and uses {docker[0]} unless told: "
+           f"`mpirun --mca btl_tcp_if_exclude lo,{docker[0]}` (or btl_tcp_if_include "
+           f"{sel.value.lstrip('=').split(',')[0]})." if docker else "")
+    acc = _raise(state, "net-socket-ifname",
+                 f"{what}: NCCL_SOCKET_IFNAME={sel.value} is the value; left unset, NCCL's default "
+                 f"already picks {sel.value.lstrip('=')}"
+                 + (f" ({'; '.join(left[:4])})" if left else ""), [], ev, severity="info",
+                 title="the NCCL_SOCKET_IFNAME to set, read from the pasted interfaces",
+                 cause="Unset, NCCL_SOCKET_IFNAME means ^docker,lo: NCCL skips docker* and lo and "
+                       "takes the other interfaces that are up (src/misc/socket.cc, "
+                       "ncclFindInterfaces); here that is exactly the interface every node can "
+                       "use.",
+                 fix=f"Nothing to change for NCCL. To pin it against a bridge or NIC added later, "
+                     f"set NCCL_SOCKET_IFNAME={sel.value} on every node." + mpi)
+    _acc_hosts(acc, hosts)
 
 
 def _ifaces(node: dict[str, Any]) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
 :class:`Pasted` hands each line that is not an NCCL line to the readers of each kind:
 :mod:`~ncclcheck.logparse.pasted_ib` (``ibstat``, ``ibstatus``, ``ibv_devinfo``, ``show_gids``)
-and :mod:`~ncclcheck.logparse.pasted_ip` (``ip addr``, ``ip -br addr``) and :mod:`~ncclcheck.logparse.pasted_topo` (``nvidia-smi topo
+and :mod:`~ncclcheck.logparse.pasted_ip` (``ip addr``, ``ip -br addr``, ``ifconfig``) and :mod:`~ncclcheck.logparse.pasted_topo` (``nvidia-smi topo
 -m``) and :mod:`~ncclcheck.logparse.pasted_nccltests` (nccl-tests tables). A shell prompt
 (``root@node2:~# ...``) names the host the output after it comes from, for all of them.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.logparse import pasted_ib, pasted_ip, pasted_nccltests, pasted_topo
+from ncclcheck.logparse import pasted_ib, pasted_ifconfig, pasted_ip, pasted_nccltests, pasted_topo
 from ncclcheck.logparse.pasted_ib import PastedIb, clean
 from ncclcheck.logparse.pasted_ip import PastedIp
 from ncclcheck.logparse.pasted_nccltests import PastedNcclTests
@@ -19,6 +19,7 @@ from ncclcheck.logparse.pasted_topo import PastedTopo
 
 #: what the prefilter must look for (and how many lines after each to keep) for any kind.
 KEYS_FOLLOW: dict[bytes, int] = {**pasted_ib.KEYS_FOLLOW, **pasted_ip.KEYS_FOLLOW,
+                                  **pasted_ifconfig.KEYS_FOLLOW,
                                   **pasted_topo.KEYS_FOLLOW, **pasted_nccltests.KEYS_FOLLOW}
 
 

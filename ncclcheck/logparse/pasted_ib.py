@@ -60,7 +60,9 @@ MAX_GIDS = 64              #: GID entries remembered per port
 KEYS_FOLLOW = {b"CA '": 40, b"hca_id:": 160, b"Infiniband device '": 9, b"0000:ffff:": 0,
                b"ibstat": 0, b"ibv_devinfo": 160, b"show_gids": 300}  # commands, with prompts
 
-_PROMPT = re.compile(r"^[\w.\-]{1,64}@(?P<host>[\w.\-]{1,253})[:\s][^#$]{0,200}[#$]\s*(?P<cmd>.*)$")
+#: ``user@host:cwd$ cmd``, or ``host:~$ cmd`` / ``host:/dir# cmd`` (no user; the cwd after the colon)
+_PROMPT = re.compile(r"^(?:[\w.\-]{1,64}@(?P<host>[\w.\-]{1,253})[:\s][^#$]{0,200}"
+                     r"|(?P<bare>[\w.\-]{1,253}):[~/][^#$\s]{0,200})[#$]\s*(?P<cmd>.*)$")
 _IBSTAT_CA = re.compile(r"^CA '(?P<dev>[\w.\-]{1,64})'")
 _IBSTAT_PORT = re.compile(r"^Port (?P<port>\d{1,3}):$")
 _KV = re.compile(r"^(?P<key>[A-Za-z_ ]{2,24}?):\s*(?P<value>.*?)\s*$")
@@ -166,7 +168,8 @@ class PastedIb:
             return False
         m = _PROMPT.match(text)
         if m:
-            self._host, self._dev, self._port, self._kind = m.group("host"), None, None, None
+            self._host, self._dev, self._port, self._kind = (m.group("host") or m.group("bare"),
+                                                             None, None, None)
             text = m.group("cmd")
         m = _DEVINFO_CMD.search(text)                   # "ibv_devinfo -d mlx5_bond_0 -v"
         if m:

@@ -1,4 +1,5 @@
-r"""Pasted ``ip addr`` and ``ip -br addr`` output, read into the ``network`` probe's interfaces.
+r"""Pasted ``ip addr`` and ``ip -br addr`` output (and ``ifconfig``'s, through
+:mod:`ncclcheck.logparse.pasted_ifconfig`), read into the ``network`` probe's interfaces.
 
 The interfaces get the probe's shape (:class:`ncclcheck.probes.network.Interface`: name, kind,
 operstate, master, IPv4/IPv6 addresses with prefix and subnet), so that the ``net-socket-ifname``
@@ -22,6 +23,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from typing import Any, Optional
+
+from ncclcheck.logparse.pasted_ifconfig import operstate, parse_ifconfig_line
 
 MAX_IFACES = 512
 #: the byte strings the prefilter must look for, and how many lines after each it must keep.
@@ -81,10 +84,11 @@ class PastedIp:
         self._host = "pasted"
         self._iface: Optional[dict[str, Any]] = None
         self._brief = False
+        self._ifconfig = False      # reading ``ifconfig`` output (pasted_ifconfig)
 
     def set_host(self, host: str) -> None:
         """A shell prompt named the host the next output comes from."""
-        self._host, self._iface, self._brief = host, None, False
+        self._host, self._iface, self._brief, self._ifconfig = host, None, False, False
 
     def _new(self, name: str, kind: str, state: Optional[str], master: Optional[str],
              mtu: Optional[int]) -> Optional[dict[str, Any]]:
@@ -106,7 +110,7 @@ class PastedIp:
             return True
         m = _HEAD.match(text)
         if m:
-            self._brief = False
+            self._brief = self._ifconfig = False
             flags = set(m.group("flags").split(","))
             rest = m.group("rest")
             state = re.search(r"\bstate (\w+)", rest)
@@ -118,6 +122,8 @@ class PastedIp:
                 state.group(1).lower() if state else ("up" if "UP" in flags else None),
                 master.group(1) if master else None, int(mtu.group(1)) if mtu else None)
             self.kinds.setdefault("ip addr", ev)
+            return True
+        if self._ifconfig_line(text, ev):
             return True
         if self._iface is not None:
             if text.startswith("link/"):
@@ -150,6 +156,35 @@ class PastedIp:
                         iface["ipv6" if v6 else "ipv4"].append(addr)
                 return True
         return False
+
+    def _ifconfig_line(self, text: str, ev: dict[str, Any]) -> bool:
+        """An ``ifconfig`` line (either net-tools format) into the same interface records."""
+        item = parse_ifconfig_line(text)
+        if item is None:
+            return False
+        what, v = item
+        if what == "iface":
+            flags = set(v["flags"]) if v["flags"] is not None else (
+                {"LOOPBACK"} if v["link"] == "Local Loopback" else set())
+            self._brief, self._ifconfig = False, True
+            self._iface = self._new(v["name"], _kind(v["name"], flags, (v["link"] or "").lower(),
+                                                     None, None),
+                                    operstate(flags) if v["flags"] is not None else None, None,
+                                    v["mtu"])
+            self.kinds.setdefault("ifconfig", ev)
+            return True
+        if not self._ifconfig or self._iface is None:
+            return False
+        if what == "flags":
+            self._iface["operstate"] = operstate(v["flags"])
+            self._iface["carrier"] = True if self._iface["operstate"] == "up" else None
+            self._iface["mtu"] = v["mtu"]
+        else:
+            addr = _address(v["address"], v["prefix"], v["v6"], v["scope"])
+            key = "ipv6" if v["v6"] else "ipv4"
+            if addr and len(self._iface[key]) < 16:
+                self._iface[key].append(addr)
+        return True
 
     def facts(self) -> list[dict[str, Any]]:
         """One minimal facts document per host: the ``network`` section, with ``nccl`` and ``ib``

@@ -273,3 +273,44 @@ def test_real_ip_addr_bond_beside_the_management_nic_gives_bond0():
     ifaces = {i["name"]: i for i in doc["pasted"]["network_interfaces"]["pasted"]}
     assert [n for n, i in ifaces.items() if i["master"] == "bond0"] == ["ens6f0", "ens6f1"]
     assert ifaces["bond0"]["ipv4"][0]["subnet"] == "10.99.99.96/29"
+
+
+def test_real_ifconfig_old_format_docker0_first_gives_the_nic_and_the_mpi_note():
+    """horovod/horovod#310 (net-tools 1.60): docker0 listed before enp159s0. NCCL's default skips
+    docker0 already, so the value comes as info, with the reason; the thread's failure was Open
+    MPI's TCP transport dialling 172.17.0.1, which the fix names."""
+    doc = diagnose_files([str(PASTED / "ifconfig-docker0-first-horovod.txt")])
+    ifaces = {i["name"]: i for i in doc["pasted"]["network_interfaces"]["pasted"]}
+    assert list(ifaces) == ["docker0", "enp159s0"]
+    assert ifaces["docker0"]["kind"] == "docker" and ifaces["enp159s0"]["kind"] == "physical"
+    assert ifaces["enp159s0"]["ipv4"] == [{"address": "172.30.160.6", "prefix": 20,
+                                           "subnet": "172.30.160.0/20"}]
+    assert ifaces["enp159s0"]["operstate"] == "up" and ifaces["enp159s0"]["mtu"] == 1500
+    (f,) = doc["findings"]
+    assert f["id"] == "net-socket-ifname" and f["severity"] == "info"
+    assert "btl_tcp_if_exclude lo,docker0" in f["fix"] and "NCCL_SOCKET_IFNAME==enp159s0" in f["fix"]
+
+
+def test_real_ifconfig_new_format_per_host_prompts_and_no_carrier():
+    """pytorch/pytorch#52916 (net-tools 2.10): 'GPU14:~$ ifconfig' names the host (a prompt
+    without user@); docker0 UP without RUNNING is down (no carrier); the /32 and the IPv6
+    scopes are kept; the second host is cut, so nothing is said."""
+    doc = diagnose_files([str(PASTED / "ifconfig-slash32-nic-and-docker0-pytorch.txt")])
+    by_host = doc["pasted"]["network_interfaces"]
+    assert sorted(by_host) == ["GPU14", "GPU9"]
+    nic, lo = by_host["GPU14"]
+    assert nic["ipv4"][0]["subnet"] == "148.251.86.243/32" and lo["kind"] == "loopback"
+    assert [a["scope"] for a in nic["ipv6"]] == ["global", "link"]
+    assert [(i["name"], i["operstate"]) for i in by_host["GPU9"]] == [("docker0", "down")]
+    assert doc["findings"] == []
+
+
+def test_ifconfig_with_a_user_bridge_is_the_same_trap_as_ip_addr(tmp_path):
+    """The same judgement as ``ip addr``: a ``br-*`` bridge NCCL's default would take."""
+    f = _ifname_finding(tmp_path, "ifconfig\n"
+                        "br-5f2a1c3d4e5f: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu 1500\n"
+                        "        inet 172.19.0.1  netmask 255.255.0.0  broadcast 172.19.255.255\n"
+                        "ens5: flags=4163<UP,BROADCAST,RUNNING,MULTICAST>  mtu 9001\n"
+                        "        inet 198.18.0.11  netmask 255.255.255.0  broadcast 198.18.0.255\n")
+    assert f["severity"] == "warning" and f["fix"] == "Set NCCL_SOCKET_IFNAME==ens5 on every node."
+    assert "br-5f2a1c3d4e5f" in f["message"] and "ifconfig" in f["message"]
