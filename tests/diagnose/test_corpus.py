@@ -229,3 +229,22 @@ def test_variables_the_aws_plugin_sets_are_not_debugging_leftovers(docs, tmp_pat
     (f,) = [f for f in diagnose_files([str(mine)])["findings"] if f["id"] == "env-debug-vars-set"]
     assert f["severity"] == "info"
     assert "NCCL_BUFFSIZE=8388608" in f["message"] and "NCCL_PROTO=simple" in f["message"]
+
+
+#: real logs of runs that worked (the source says so) which are not in HEALTHY: the excerpt stops
+#: before Init COMPLETE, or diagnose adds an info note. None may give a warning or an error, plain
+#: or under any launcher's prefixes (issue 24: the NCCL 2.28+ line formats among them).
+RUN_OK = [name for name in CASES if expected(name).get("run_ok")]
+
+
+@pytest.mark.parametrize("launcher", [None, *sorted(LAUNCHERS)])
+@pytest.mark.parametrize("name", RUN_OK)
+def test_real_runs_that_worked_give_no_warning(name, launcher, docs, tmp_path):
+    doc = docs[name]
+    if launcher:
+        path = tmp_path / f"{name}.{launcher}.log"
+        path.write_text(reprefixed(name, launcher))
+        doc = diagnose_files([str(path)])
+        assert sorted(f["id"] for f in doc["findings"]) == sorted(expected(name)["expect_ids"])
+    assert [(f["id"], f["severity"]) for f in doc["findings"] if f["severity"] != "info"] == []
+    assert expected(name)["expect_versions"] and "transport" in expected(name)
