@@ -12,7 +12,7 @@ by design.
   (a peer-memory module or DMA-BUF, src/transport/net_ib.cc ``ncclIbGdrSupport`` /
   ``ncclIbDmaBufSupport``) and the pair is no farther apart than ``NCCL_NET_GDR_LEVEL`` (PXB by
   default, src/graph/paths.cc ``ncclTopoCheckGdr``). Real sample: NVIDIA/nccl#1412, where
-  loading the module took all_gather_perf from 33 to 93 GB/s.
+  enabling GPUDirect RDMA took all_gather_perf from 33 to 93 GB/s.
 * **Off by design.** On DGX Spark the GB10's integrated GPU cannot expose cudaMalloc memory to PCIe
   devices: "the GPUDirect RDMA technology is not supported, and the mechanisms for direct I/O
   based on that technology, for example nvidia-peermem (for DOCA-Host), dma-buf or GDRCopy, do
@@ -95,7 +95,7 @@ def check_gdr_unseen(state: LogState) -> None:
                  "no farther apart than NCCL_NET_GDR_LEVEL (PXB by default; src/graph/paths.cc "
                  "ncclTopoCheckGdr). Which one failed is printed only under "
                  "NCCL_DEBUG_SUBSYS=NET, which the default (INIT,BOOTSTRAP,ENV) leaves out. Staging "
-                 "through host memory costs bandwidth: in NVIDIA/nccl#1412 loading the module took "
+                 "through host memory costs bandwidth: in NVIDIA/nccl#1412 enabling it took "
                  "all_gather_perf from 33 to 93 GB/s.",
            fix="Rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and read the 'GPU Direct "
                "RDMA' lines: 'Disabled for HCA n' means no peer-memory path, so `modprobe "
