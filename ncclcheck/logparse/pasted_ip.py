@@ -27,6 +27,8 @@ from typing import Any, Optional
 from ncclcheck.logparse.pasted_ifconfig import operstate, parse_ifconfig_line
 
 MAX_IFACES = 512
+#: lines of an ``ifconfig`` block read after its header (addresses, flags, counters: about ten).
+IFCONFIG_BLOCK = 12
 #: the byte strings the prefilter must look for, and how many lines after each it must keep.
 KEYS_FOLLOW = {b"> mtu ": 8, b"ip -br": 64, b"# ip ": 0, b"$ ip ": 0}  # ip -br(ief), prompts
 
@@ -84,11 +86,11 @@ class PastedIp:
         self._host = "pasted"
         self._iface: Optional[dict[str, Any]] = None
         self._brief = False
-        self._ifconfig = False      # reading ``ifconfig`` output (pasted_ifconfig)
+        self._ifconfig = 0          # lines left to read of an ``ifconfig`` block (pasted_ifconfig)
 
     def set_host(self, host: str) -> None:
         """A shell prompt named the host the next output comes from."""
-        self._host, self._iface, self._brief, self._ifconfig = host, None, False, False
+        self._host, self._iface, self._brief, self._ifconfig = host, None, False, 0
 
     def _new(self, name: str, kind: str, state: Optional[str], master: Optional[str],
              mtu: Optional[int]) -> Optional[dict[str, Any]]:
@@ -110,7 +112,7 @@ class PastedIp:
             return True
         m = _HEAD.match(text)
         if m:
-            self._brief = self._ifconfig = False
+            self._brief, self._ifconfig = False, 0
             flags = set(m.group("flags").split(","))
             rest = m.group("rest")
             state = re.search(r"\bstate (\w+)", rest)
@@ -158,15 +160,20 @@ class PastedIp:
         return False
 
     def _ifconfig_line(self, text: str, ev: dict[str, Any]) -> bool:
-        """An ``ifconfig`` line (either net-tools format) into the same interface records."""
+        """An ``ifconfig`` line (either net-tools format) into the same interface records. Only
+        a header line, or one of the lines just after a header, is parsed (a block is about ten
+        lines): the rest of the log is not tried against the regexes."""
+        if not self._ifconfig and ": flags=" not in text and "Link encap:" not in text:
+            return False
         item = parse_ifconfig_line(text)
         if item is None:
+            self._ifconfig = max(self._ifconfig - 1, 0)
             return False
         what, v = item
         if what == "iface":
             flags = set(v["flags"]) if v["flags"] is not None else (
                 {"LOOPBACK"} if v["link"] == "Local Loopback" else set())
-            self._brief, self._ifconfig = False, True
+            self._brief, self._ifconfig = False, IFCONFIG_BLOCK
             self._iface = self._new(v["name"], _kind(v["name"], flags, (v["link"] or "").lower(),
                                                      None, None),
                                     operstate(flags) if v["flags"] is not None else None, None,
