@@ -8,7 +8,9 @@ up to 2.21 only ``/sys/kernel/mm/memory_peers/nv_mem/version`` (net_ib.cc, v2.21
 module that current drivers ship is not seen and GDR stays off unless DMA-BUF works
 (NVIDIA/nccl#1676: 10-18x slower). An unknown NCCL version is not guessed at.
 
-Nodes whose RDMA devices are all EFA, and nodes where NCCL loads an external net plugin
+Nodes whose GPUs are all DGX Spark's GB10 are skipped: GPUDirect RDMA is not supported there by
+design (see :data:`NO_GDR_GPUS`). Nodes whose RDMA devices are all EFA, and nodes where NCCL
+loads an external net plugin
 (aws-ofi-nccl, gIB, TCPX...; unless NCCL_NET=IB bypasses it), are skipped: the plugin registers
 GPU memory itself (aws-ofi-nccl through efa_nv_peermem or DMA-BUF), and NCCL's IB check is not
 what decides there (src/plugin/net.cc@v2.30.7-1 prefers the plugin's network).
@@ -24,6 +26,10 @@ from ncclcheck.rules.cluster_nccl_version_mismatch import node_version
 from ncclcheck.rules.common import configured
 
 PEERMEM_SEEN_SINCE = (2, 23)
+#: GPUs whose memory PCIe devices cannot reach, so that GPUDirect RDMA is unsupported by design:
+#: DGX Spark's integrated GB10 ("nvidia-peermem ..., dma-buf or GDRCopy, do not work",
+#: https://docs.nvidia.com/dgx/dgx-spark-porting-guide/porting/cuda.html). Nothing to load there.
+NO_GDR_GPUS = ("NVIDIA GB10",)
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
@@ -33,8 +39,11 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     """
     gdr = fact(facts, "ib.gdr", {})
     devices = fact(facts, "ib.devices", [])
-    if not fact(facts, "gpu.gpus", []) or not devices:
+    gpus = fact(facts, "gpu.gpus", [])
+    if not gpus or not devices:
         return []
+    if all(g.get("name") in NO_GDR_GPUS for g in gpus):
+        return []  # DGX Spark: no GPUDirect RDMA by design, host staging is the expected path
     if len(efa_devices(facts)) == len(devices):
         return []  # EFA: GPUDirect goes through aws-ofi-nccl (efa_nv_peermem or DMA-BUF)
     plugin = (fact(facts, "nccl.net_plugin") or {}).get("path")

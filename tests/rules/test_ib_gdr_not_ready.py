@@ -58,3 +58,14 @@ def test_efa_only_and_plugin_nodes_are_not_judged_by_nccls_ib_check():
     # ... unless NCCL_NET=IB bypasses it, and without a plugin NCCL's IB check decides
     assert evaluate(rule, [efa_node(names=["mlx5_0"], env={"NCCL_NET": "IB"})])["findings"]
     assert evaluate(rule, [efa_node(plugin=None, names=["mlx5_0"])])["findings"]
+
+
+def test_dgx_spark_has_no_gdr_by_design():
+    """GB10 (DGX Spark): no nvidia-peermem, no DMA-BUF, by design (DGX Spark porting guide):
+    `modprobe nvidia-peermem` would be wrong advice. A discrete GPU beside it keeps the check."""
+    spark = efa_node(plugin=None, names=["rocep1s0f1", "roceP2p1s0f1"])
+    spark["sections"]["gpu"]["data"]["gpus"] = [{"index": 0, "name": "NVIDIA GB10"}]
+    assert evaluate([ib_gdr_not_ready.RULE], [spark])["findings"] == []
+    spark["sections"]["gpu"]["data"]["gpus"] = [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}]
+    (f,) = evaluate([ib_gdr_not_ready.RULE], [spark])["findings"]
+    assert "not ready" in f["message"]
