@@ -95,3 +95,17 @@ def test_gdr_on_one_spark_host_is_not_compared_with_another_platform(tmp_path):
     path.write_text(text.replace("NVIDIA GB10", "NVIDIA H100 80GB HBM3"))
     (f,) = diagnose_files([str(path)])["findings"]
     assert f["id"] == "ib-gdr-not-ready" and f["hosts"] == ["spark-fb97"]
+
+
+def test_gdr_off_by_the_users_own_setting_is_not_reported(tmp_path):
+    """NCCL_NET_GDR_LEVEL=LOC turns GPUDirect RDMA off on purpose: no /GDRDMA is then no fault."""
+    text = spark_log("NVIDIA H100 80GB HBM3", net_subsys=False).replace(
+        "[0] NCCL INFO cudaDriverVersion 13000",
+        "[0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to LOC\n"
+        "{host}:{pid}:{pid} [0] NCCL INFO cudaDriverVersion 13000")
+    for host, pid, _, _ in HOSTS:
+        text = text.replace("{host}:{pid}:{pid}", f"{host}:{pid}:{pid}", 1)
+    assert text.count("NCCL_NET_GDR_LEVEL set by environment to LOC") == 2
+    path = tmp_path / "loc.log"
+    path.write_text(text)
+    assert [f["id"] for f in diagnose_files([str(path)])["findings"]] == []
