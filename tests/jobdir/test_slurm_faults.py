@@ -42,6 +42,9 @@ KILLED, SLEEPER = PLANTED["sigkill"][0], PLANTED["sleep"][0]
 #: only line that places a rank that exits 0 without a word (srun reports failed tasks only); the
 #: other jobs run as plain ``srun -l``, their nodes known from srun's error lines
 VERBOSE = {"skip": ["-v"]}
+#: the jobs whose call stacks the tests read write torch's pickle (with stacks); the others
+#: torch's JSON dump (fault_job.py FR_DUMP: no stacks to symbolise, ~2.5 CPU-s less per rank)
+STACKS = ("other", "size")
 
 
 def exited(text: str) -> set[int]:
@@ -64,7 +67,8 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
     job_env = {**env, "FAULT": fault, "FAULT_RANK": str(rank), "COLL_TIMEOUT": "4",
                "MASTER_ADDR": c.nodes[0].addr, "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
                "GLOO_SOCKET_IFNAME": "eth0",
-               "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_")}
+               "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_"),
+               "FR_DUMP": "pickle" if fault in STACKS else "json"}
     name = f"ncclcheck-{fault}-{out.parent.name}"
     with open(out / "slurm.out", "wb") as log:
         srun = subprocess.Popen(["srun", "-J", name, *VERBOSE.get(fault, ()), "-N2",
@@ -134,6 +138,8 @@ def test_the_planted_rank_is_named_with_its_kind_and_its_node(jobs, fault):
     rank, kind = PLANTED[fault]
     doc, found = named(out[fault])
     assert found == [(rank, kind, NODE[rank])], (out[fault] / "slurm.out").read_text()[-3000:]
+    assert {f.read_bytes()[:1] for f in out[fault].glob("nccl_trace_rank_*")} == {
+        b"\x80" if fault in STACKS else b"{"}
     assert doc["culprits"][0]["evidence"]
     assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
     assert doc["summary"]["verdict"].startswith("all_reduce #5")
