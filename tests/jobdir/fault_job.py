@@ -69,8 +69,9 @@ try:
     if ME and FAULT == "sigsegv":
         ctypes.string_at(0)
     if ME and FAULT == "sleep":
-        # the first dump with entries imports much of torch (seconds on a loaded machine): done
-        # now, the SIGTERM handler's dump fits Slurm's KillWait (3 s in the test cluster)
+        # the first pickle dump with entries imports much of torch (its stacks: seconds on a
+        # loaded machine): done now, the SIGTERM handler's dump fits Slurm's KillWait (3 s in
+        # the test cluster)
         fr_trace()
         time.sleep(60)
     if ME and FAULT == "skip":

@@ -4,7 +4,8 @@ ranks (ranks 0 and 1 on node1, rank 2 on node2) and labels their lines (``srun -
 sleeps is ended, once its peers have timed out and exited, by ``scancel --signal=TERM`` as one
 ends a hung job (its handler prints its stack and writes its dump, as NCCL's dump-on-timeout
 would; ``srun -W`` would SIGKILL it). ``diagnose`` names exactly the planted rank, with its kind
-and node. The jobs are independent: they run side by side once per module (the partition takes
+and node (the rank that skips one and exits 0 is in no srun error line: its job runs with
+``srun -v``, whose launch lines place every task). The jobs are independent: they run side by side once per module (the partition takes
 several jobs per core, ``SLURM_JOBS_PER_CORE``); each test reads what they left. (One job with
 two faults is not exact: the peers of a sleeping rank hang until srun kills them, and leave no
 dump.) torchrun's own artifacts (Root Cause, --log-dir): tests/jobdir/test_planted_faults.py."""
@@ -39,8 +40,8 @@ PLANTED = {"skip": (2, "missing"), "sleep": (1, "stuck"), "exit": (2, "dead"),
            "size": (1, "mismatch")}
 KILLED, SLEEPER = PLANTED["sigkill"][0], PLANTED["sleep"][0]
 #: srun -v logs each node's tasks (``srun: launching StepId=J.0 on host node2, 1 tasks: 2``): the
-#: only line that places a rank that exits 0 without a word (srun reports failed tasks only); the
-#: other jobs run as plain ``srun -l``, their nodes known from srun's error lines
+#: line diagnose places a rank by when it exits 0 without a word (srun's error lines name failed
+#: tasks only); the other jobs run as plain ``srun -l``, their nodes known from srun's error lines
 VERBOSE = {"skip": ["-v"]}
 #: the jobs whose call stacks the tests read write torch's pickle (with stacks); the others
 #: torch's JSON dump (fault_job.py FR_DUMP: no stacks to symbolise, ~2.5 CPU-s less per rank)
