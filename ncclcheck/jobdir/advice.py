@@ -120,6 +120,11 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
         cls = "mismatch"
         step = ("the ranks wait in different collectives: a program bug (or a rank that skipped "
                 "one); Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1) would show the calls")
+    unplaced = [str(c["rank"]) for c in culprits if not c.get("host")]
+    if unplaced and reader.text.srun_tasks and not reader.text.launch.steps:
+        # srun's error lines name failed tasks only: a rank that exited 0 is on no node
+        step += (f"; no file names the node of rank {', '.join(unplaced)}: run srun with -v (or "
+                 "SLURM_DEBUG=1) and keep its output, whose launch lines place every task")
     hosts = sorted({h for h in (n.get("host") for n in nccl_ranks) if h}
                    | {t.host for t in reader.text.ranks.values() if t.host})
     out: dict[str, Any] = {"class": cls, "next_step": step, "stacks": stacks,

@@ -211,5 +211,9 @@ def test_a_rank_that_exited_quietly_is_placed_by_sruns_launch_lines_alone(jobs, 
         shutil.copy(f, tmp_path / f.name)
     (tmp_path / "slurm.out").write_text("".join(ln for ln in text
                                                 if not ln.startswith("srun: launching ")))
-    assert [(x["rank"], x["kind"], x["host"]) for x in diagnose(tmp_path)["culprits"]] == [
+    without = diagnose(tmp_path)
+    assert [(x["rank"], x["kind"], x["host"]) for x in without["culprits"]] == [
         (rank, "missing", None)]
+    # ... and says which artifact would
+    assert f"node of rank {rank}: run srun with -v" in without["job"]["next_step"]
+    assert "srun with -v" not in diagnose(out["skip"])["job"]["next_step"]
