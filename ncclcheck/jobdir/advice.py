@@ -120,10 +120,15 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
         cls = "mismatch"
         step = ("the ranks wait in different collectives: a program bug (or a rank that skipped "
                 "one); Flight Recorder dumps (TORCH_NCCL_DUMP_ON_TIMEOUT=1) would show the calls")
+    unplaced = [str(c["rank"]) for c in culprits if not c.get("host")]
+    if unplaced and reader.text.srun_tasks and not reader.text.launch.steps:
+        # srun's error lines name failed tasks only: a rank that exited 0 is on no node
+        step += (f"; no file names the node of rank {', '.join(unplaced)}: run srun with -v (or "
+                 "SLURM_DEBUG=1) and keep its output, whose launch lines place every task")
     hosts = sorted({h for h in (n.get("host") for n in nccl_ranks) if h}
                    | {t.host for t in reader.text.ranks.values() if t.host})
     out: dict[str, Any] = {"class": cls, "next_step": step, "stacks": stacks,
-                           "disagreements": disagreements(reader, culprits)
+                           "disagreements": disagreements(reader, culprits, desync)
                            + ras_notes(reader.text, culprits)}
     if cls == "network":
         out["suspect_hosts"] = hosts
@@ -158,13 +163,18 @@ def explain(v: dict[str, Any], reader: Any, nccl_ranks: list[dict[str, Any]]) ->
     return out
 
 
-def disagreements(reader: Any, culprits: list[dict[str, Any]]) -> list[str]:
-    """Where torchrun's "Root Cause" points elsewhere than the verdict, and why."""
+def disagreements(reader: Any, culprits: list[dict[str, Any]],
+                  desync: Any = None) -> list[str]:
+    """Where torchrun's "Root Cause" points elsewhere than the verdict, and why (a rank gloo
+    aborted on a size mismatch, ``desync["consequences"]``, is one that followed from it)."""
     named = {c["rank"] for c in culprits}
+    after = set((desync or {}).get("consequences") or ())
     out = []
     for r, t in sorted(reader.text.ranks.items()):
         if t.root_cause and culprits and r not in named:
+            why = ("one gloo aborted when it received another size (a consequence of the "
+                   "mismatch)" if r in after else "which in a hang is a rank that timed out waiting")
             out.append(f"torchrun's Root Cause names rank {r} (exit code {t.exitcode}): it is the "
-                       "first process that exited, which in a hang is a rank that timed out "
-                       f"waiting, not the one that held the job ({', '.join(map(str, sorted(named)))})")
+                       f"first process that exited, {why}, not the one that held the job "
+                       f"({', '.join(map(str, sorted(named)))})")
     return out

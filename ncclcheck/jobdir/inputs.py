@@ -29,7 +29,8 @@ MAX_FILES = 200_000
 #: the lines the job-level scanner reads (torchrun's summary, srun, torch's prefixes, gloo and
 #: watchdog timeouts, stacks)
 KEYS = (b"time      :", b"host      :", b"rank      :", b"exitcode  :", b"traceback :",
-        b"Root Cause", b"Failures:", b"[rank", b"srun: error", b"Timed out waiting",
+        b"Root Cause", b"Failures:", b"[rank", b"srun: error", b"srun: launching",
+        b"Timed out waiting",
         b"Watchdog caught", b"most recent call first", b"Connection closed", b"=====",
         b"Connection reset by peer",
         b"Fatal Python error") + RAS_KEYS
@@ -201,10 +202,12 @@ def _tail(scanner: Any, path: str, size: int, lines: int) -> None:
 
 
 def labelled(stream: Any) -> bool:
-    """Is the text srun's ``--label`` output (most of its first lines start ``N: ``)?"""
+    """Is the text srun's ``--label`` output (most of its first lines start ``N: ``, srun's own
+    ``srun: `` lines aside: ``srun -v`` writes a dozen before any task's)?"""
     try:
         head = stream.peek(1 << 16)[:1 << 16]
     except (AttributeError, OSError, ValueError):
         return False
-    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip()][:200]
+    lines = [ln for ln in head.split(b"\n")[:-1] if ln.strip() and not ln.startswith(b"srun: ")][
+        :200]
     return len(lines) >= 2 and 2 * sum(1 for ln in lines if LABEL_B.match(ln)) >= len(lines)

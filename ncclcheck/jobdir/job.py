@@ -79,8 +79,11 @@ class JobReader:
         world = sorted(self.text.ranks) if self.text.torchrun_summary else None
         v = judge(self.dumps, self.sigs, self.text, world) if self.dumps else \
             judge_text(self.text, {n["rank"] for n in nccl_ranks if isinstance(n.get("rank"), int)})
+        # the job's ranks: the largest process group (the default one holds them all)
+        size = max((len(pg.members) for d in self.dumps for pg in d.pgs.values() if pg.members),
+                   default=None)
         for c in v["culprits"]:
-            where(c, self.text, nccl_ranks)
+            where(c, self.text, nccl_ranks, size)
         progress = []
         for d in sorted((d for d in self.dumps if d.rank is not None), key=lambda d: d.rank)[
                 :MAX_PROGRESS]:
@@ -122,8 +125,10 @@ def place(text: JobText, nccl_ranks: list[dict[str, Any]]) -> None:
         text.addresses.setdefault(host, set()).add(r)
 
 
-def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) -> None:
-    """Fill a culprit's host, local rank, pid and GPU from any artifact that tells them."""
+def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]],
+          size: Optional[int] = None) -> None:
+    """Fill a culprit's host, local rank, pid and GPU from any artifact that tells them
+    (``size``: the job's ranks, where the dumps tell it: srun's launch lines must number them)."""
     r = c["rank"]
     t = text.ranks.get(r)
     host: Optional[str] = t.host if t else None
@@ -132,6 +137,10 @@ def where(c: dict[str, Any], text: JobText, nccl_ranks: list[dict[str, Any]]) ->
     gpu = None
     if not text.torchrun_summary and r in text.srun_tasks:
         host = host or text.srun_tasks[r][0]
+    launched = None if host or text.torchrun_summary else text.launch.host(r, size)
+    if launched:                                 # srun -v: the node of a task that said nothing
+        host = launched[0]
+        c["evidence"].append(launched[1])
     for n in nccl_ranks:
         if n.get("rank") == r:
             host, pid = host or n.get("host"), pid or n.get("pid")

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ncclcheck.jobdir.ras import RasScanner
+from ncclcheck.jobdir.srunlaunch import SrunLaunch, task_ids
 
 LAST_LINES = 6
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:")
@@ -96,6 +97,7 @@ class JobText:
     addresses: dict[str, set[int]] = field(default_factory=dict)
     torchrun_summary: bool = False
     ras: RasScanner = field(default_factory=RasScanner)
+    launch: SrunLaunch = field(default_factory=SrunLaunch)  #: srun -v's task -> node lines
     #: lines known by local rank only, per (file, local rank), until :meth:`resolve`
     locals: dict[tuple[str, int], RankText] = field(default_factory=dict)
 
@@ -222,7 +224,7 @@ class TextScanner:
             self._block = {"root": self._root, "at": at}
         elif self._block or _RANKLINE.search(line):
             self._block_line(line, at)
-        if "srun: error:" in line:
+        if "srun: " in line and not self.job.launch.feed(line, at):
             self._srun(line, at)
         if who is not None and line.strip():
             who.last.append((at, line.rstrip()[:300]))
@@ -350,14 +352,10 @@ class TextScanner:
             return
         host, tasks, reason = m.group(1), m.group(2), m.group(3).strip()
         code = _SRUN_EXIT.search(reason)
-        sig = next((s for s in _SRUN_SIGNAL if reason.startswith(s)), None)
-        signame = {9: "SIGKILL", 11: "SIGSEGV", 15: "SIGTERM", 6: "SIGABRT", 7: "SIGBUS"}.get(
-            _SRUN_SIGNAL.get(sig or "", 0))
-        for part in tasks.split(","):
-            lo, _, hi = part.partition("-")
-            for t in range(int(lo), int(hi or lo) + 1):
-                self.job.srun_tasks[t] = (host, reason, int(code.group(1)) if code else None,
-                                          signame, at)
+        sig = _SRUN_SIGNAL.get(next((s for s in _SRUN_SIGNAL if reason.startswith(s)), ""))
+        signame, exitcode = {v: k for k, v in SIGNALS.items()}.get(sig or 0), code and int(code[1])
+        for t in task_ids(tasks):
+            self.job.srun_tasks[t] = (host, reason, exitcode, signame, at)
 
     def _timeout(self, line: str, who: Optional[RankText], at: str, known: bool) -> None:
         w = _WATCHDOG.search(line)
@@ -396,5 +394,6 @@ class TextScanner:
         self._flush_block()
         if self.file_rank is not None and self.local_rank is not None:
             self.job.merge((self.name, self.local_rank), self.file_rank)
+        self.job.launch.tasks_are_ranks &= self.tasks_are_ranks
         for task, said in (self.tasks or {}).items() if self.tasks_are_ranks else ():
             self.job.adopt(said, task)

@@ -6,6 +6,10 @@ and SIGTERM handlers write the Flight Recorder dump to TORCH_FR_DUMP_TEMP_FILE +
 handler also prints where the rank was (its Python stack) with faulthandler, which writes no
 ``[rankN]:`` prefix: only torchrun's --log-dir file, or --tee's header, tells whose it is.
 
+FR_DUMP=json writes the dump as ``_dump_fr_trace_json()`` does (no call stacks) instead of the
+pickle with stacks (``_dump_fr_trace()``, the default): symbolising the stacks imports
+torch._inductor, ~2.5 CPU-s per rank, which the jobs whose stacks no test reads skip.
+
 A rank that calls another collective ("other", "size") waits COLL_TIMEOUT x 3: in a real mismatch
 hang the ranks that called the usual collective time out first, and torchrun's Root Cause names
 one of them, not the planted rank.
@@ -28,9 +32,15 @@ ME = RANK == int(os.environ.get("FAULT_RANK", "-1"))
 PREFIX = os.environ["TORCH_FR_DUMP_TEMP_FILE"]
 
 
+def fr_trace() -> bytes:
+    if os.environ.get("FR_DUMP") == "json":
+        return torch._C._distributed_c10d._dump_fr_trace_json()
+    return torch._C._distributed_c10d._dump_fr_trace()
+
+
 def dump() -> None:
     with open(f"{PREFIX}{RANK}", "wb") as f:
-        f.write(torch._C._distributed_c10d._dump_fr_trace())
+        f.write(fr_trace())
 
 
 def on_term(signum, frame):
@@ -59,9 +69,10 @@ try:
     if ME and FAULT == "sigsegv":
         ctypes.string_at(0)
     if ME and FAULT == "sleep":
-        # the first dump with entries imports much of torch (seconds on a loaded machine): done
-        # now, the SIGTERM handler's dump fits Slurm's KillWait (3 s in the test cluster)
-        torch._C._distributed_c10d._dump_fr_trace()
+        # the first pickle dump with entries imports much of torch (its stacks: seconds on a
+        # loaded machine): done now, the SIGTERM handler's dump fits Slurm's KillWait (3 s in
+        # the test cluster)
+        fr_trace()
         time.sleep(60)
     if ME and FAULT == "skip":
         pass

@@ -1,16 +1,18 @@
 """Real gloo jobs under torchrun, one planted fault each, diagnosed from what they leave behind:
-what torchrun adds (its failure summary with Root Cause, host, local rank, exit code and pid, and
-its ``--log-dir`` layout) on the faults where it says something of its own.
+every fault of tests/jobdir/fault_job.py, and a job that finishes, with what torchrun adds (its
+failure summary with Root Cause, host, local rank, exit code and pid, and its ``--log-dir``
+layout).
 
 Each job is 3 ranks of tests/jobdir/fault_job.py (4 s collective timeout) in its own folder:
-Flight Recorder dumps written by the job's handlers, and torchrun's output. A rank is killed
-(torchrun's summary gives its signal), sleeps (the job runs with torchrun's ``--log-dir`` and
-``--redirects 3``: its ranks' output is only in torchrun's own layout,
-``logs/<run>_<random>/attempt_0/<local_rank>/stderr.log``), or calls another collective (where
-torchrun's Root Cause names another rank). Every fault, and a job that finishes, also runs across
-nodes under Slurm: tests/jobdir/test_slurm_faults.py. The jobs run side by side once per module;
-every test then runs ``ncclcheck diagnose FOLDER --json`` as README shows (once per folder: the
-documents are kept).
+Flight Recorder dumps written by the job's handlers, and torchrun's output. A rank skips a
+collective, sleeps before one (the job runs with torchrun's ``--log-dir`` and ``--redirects 3``:
+its ranks' output is only in torchrun's own layout,
+``logs/<run>_<random>/attempt_0/<local_rank>/stderr.log``), exits, is killed (SIGKILL, SIGSEGV:
+torchrun's summary gives its signal), or calls another collective or another size (where
+torchrun's Root Cause names another rank). The same faults run across nodes under Slurm:
+tests/jobdir/test_slurm_faults.py. The 9 jobs run side by side once per module; each job's
+folder is diagnosed as soon as it ends (``ncclcheck diagnose FOLDER --json`` as README shows),
+and the tests read the kept documents.
 """
 
 from __future__ import annotations
@@ -32,8 +34,14 @@ pytestmark = [pytest.mark.alone, pytest.mark.slow, pytest.mark.torch]
 JOB = Path(__file__).with_name("fault_job.py")
 TORCHRUN = str(Path(sys.executable).parent / "torchrun")
 NCCLCHECK = str(Path(sys.executable).parent / "ncclcheck")
-FAULTS = ("sleep", "sigkill", "other")
+#: fault -> the kind diagnose must name the planted rank with
+PLANTED = {"skip": "missing", "sleep": "stuck", "exit": "dead", "sigkill": "dead",
+           "sigsegv": "dead", "other": "mismatch", "size": "mismatch"}
+FAULTS = ("none", *PLANTED)
 TARGET = 1
+#: the jobs whose call stacks the tests read write torch's pickle (with stacks); the others
+#: torch's JSON dump (fault_job.py FR_DUMP: no stacks to symbolise, ~2.5 CPU-s less per rank)
+STACKS = ("other", "size")
 #: the jobs whose ranks write only to torchrun's --log-dir
 LOG_DIR = {"sleep": ["--redirects", "3"]}
 
@@ -44,7 +52,8 @@ def run_job(folder: Path, fault: str) -> Path:
     # its own TMPDIR: this module-scoped fixture runs before conftest's per-test TMPDIR, and
     # torchrun leaves torchelastic_* (and torch torchinductor_*) folders in the TMPDIR it gets
     env = {**os.environ, "TMPDIR": str(folder / "tmp"), "FAULT": fault, "FAULT_RANK": str(TARGET), "COLL_TIMEOUT": "4",
-           "TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_"), "OMP_NUM_THREADS": "1"}
+           "TORCH_FR_DUMP_TEMP_FILE": str(folder / "nccl_trace_rank_"), "OMP_NUM_THREADS": "1",
+           "FR_DUMP": "pickle" if fault in STACKS else "json"}
     with open(folder / "job.log", "wb") as log:
         logs = ["--log-dir", str(folder / "logs"), *LOG_DIR[fault]] if fault in LOG_DIR else []
         subprocess.run([TORCHRUN, "--standalone", "--nproc-per-node", "3", *logs, str(JOB)], env=env,
@@ -73,41 +82,64 @@ def named(doc: dict) -> list[tuple[int, str]]:
     return [(c["rank"], c["kind"]) for c in doc["culprits"]]
 
 
-@pytest.mark.parametrize("fault, kind", [("sleep", "stuck"), ("sigkill", "dead"),
-                                         ("other", "mismatch")])
-def test_the_planted_rank_is_named_with_its_kind(jobs, fault, kind):
+def test_a_finished_job_names_no_one(jobs):
+    doc = diagnose(jobs["none"])
+    assert doc["culprits"] == [] and doc["first_desync"] is None, (jobs["none"] / "job.log"
+                                                                    ).read_text()[-3000:]
+    assert doc["job"]["class"] == "none"
+    assert doc["summary"]["verdict"].startswith("no rank at fault")
+
+
+@pytest.mark.parametrize("fault", PLANTED)
+def test_the_planted_rank_is_named_with_its_kind(jobs, fault):
     doc = diagnose(jobs[fault])
-    assert named(doc) == [(TARGET, kind)], json.dumps(doc["culprits"], indent=1)
+    assert named(doc) == [(TARGET, PLANTED[fault])], json.dumps(doc["culprits"], indent=1) + (
+        jobs[fault] / "job.log").read_text(errors="replace")[-3000:]
+    # the dumps as the job wrote them: torch's pickle or its JSON
+    assert {f.read_bytes()[:1] for f in jobs[fault].glob("nccl_trace_rank_*")} == {
+        b"\x80" if fault in STACKS else b"{"}
     c = doc["culprits"][0]
     assert c["evidence"]
-    assert c["host"] and c["local_rank"] == TARGET and c["pid"]
+    if fault == "skip":
+        # it exited 0 and printed nothing; torchrun's summary lists failed ranks only: no file
+        # tells its host, local rank or pid, and diagnose invents none
+        assert (c["host"], c["local_rank"], c["pid"]) == (None, None, None)
+    else:
+        assert c["host"] and c["local_rank"] == TARGET and c["pid"]
     assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
     assert doc["summary"]["verdict"].startswith("all_reduce #5")
 
 
-def test_a_killed_rank_shows_the_exit_torchrun_reports(jobs):
-    c = diagnose(jobs["sigkill"])["culprits"][0]
-    assert (c["exit"]["exitcode"], c["exit"]["signal"]) == (-9, "SIGKILL")
-    assert c["exit"]["evidence"].split(":")[0].endswith("job.log")
+def test_dead_ranks_show_the_exit_torchrun_reports(jobs):
+    exits = {f: diagnose(jobs[f])["culprits"][0]["exit"] for f in ("exit", "sigkill", "sigsegv")}
+    assert {f: (e["exitcode"], e["signal"]) for f, e in exits.items()} == {
+        "exit": (3, None), "sigkill": (-9, "SIGKILL"), "sigsegv": (-11, "SIGSEGV")}
+    assert all(e["evidence"].split(":")[0].endswith("job.log") for e in exits.values())
+    assert "SIGSEGV" in diagnose(jobs["sigsegv"])["job"]["next_step"]
 
 
-def test_a_mismatch_shows_both_stacks_and_where_torchrun_disagrees(jobs):
-    doc = diagnose(jobs["other"])
+@pytest.mark.parametrize("fault", STACKS)
+def test_a_mismatch_shows_both_stacks_and_where_torchrun_disagrees(jobs, fault):
+    doc = diagnose(jobs[fault])
     stacks = doc["job"]["stacks"]
     assert any("fault_job.py" in f for f in stacks[f"rank {TARGET}"])
     assert stacks[f"rank {TARGET}"] != stacks["the others"]
     root = [ln for ln in doc["job"]["disagreements"] if "Root Cause" in ln]
     # torchrun names the first rank it saw fail: usually a peer that timed out first (the
-    # planted rank waits 3x longer), but on a busy machine now and then the planted rank
-    # itself; a disagreement is said exactly when there is one
-    named = re.search(r"Root Cause.*?\n\s*rank\s*:\s*(\d+)",
-                      (jobs["other"] / "job.log").read_text(errors="replace"), re.S)
+    # planted rank waits 3x longer), or one gloo aborted on receiving another size, but on a
+    # busy machine now and then the planted rank itself; a disagreement is said exactly when
+    # there is one, with the reason that fits the rank it names
+    named = re.search(r"Root Cause.*?\n\s*rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)",
+                      (jobs[fault] / "job.log").read_text(errors="replace"), re.S)
     assert named, "torchrun wrote no Root Cause"
     if int(named.group(1)) == TARGET:
         assert root == [], root
     else:
         assert len(root) == 1 and f"rank {named.group(1)}" in root[0], root
         assert f"rank {TARGET} " not in root[0].split(":")[0]
+        aborted = int(named.group(2)) in (-6, 134)
+        assert ("gloo aborted" in root[0]) == aborted, root
+        assert ("timed out waiting" in root[0]) != aborted, root
 
 
 def test_a_stuck_rank_shows_where_it_waited_from_torchruns_log_dir(jobs):

@@ -4,7 +4,8 @@ ranks (ranks 0 and 1 on node1, rank 2 on node2) and labels their lines (``srun -
 sleeps is ended, once its peers have timed out and exited, by ``scancel --signal=TERM`` as one
 ends a hung job (its handler prints its stack and writes its dump, as NCCL's dump-on-timeout
 would; ``srun -W`` would SIGKILL it). ``diagnose`` names exactly the planted rank, with its kind
-and node. The jobs are independent: they run side by side once per module (the partition takes
+and node (the rank that skips one and exits 0 is in no srun error line: its job runs with
+``srun -v``, whose launch lines place every task). The jobs are independent: they run side by side once per module (the partition takes
 several jobs per core, ``SLURM_JOBS_PER_CORE``); each test reads what they left. (One job with
 two faults is not exact: the peers of a sleeping rank hang until srun kills them, and leave no
 dump.) torchrun's own artifacts (Root Cause, --log-dir): tests/jobdir/test_planted_faults.py."""
@@ -38,6 +39,13 @@ PLANTED = {"skip": (2, "missing"), "sleep": (1, "stuck"), "exit": (2, "dead"),
            "sigkill": (2, "dead"), "sigsegv": (1, "dead"), "other": (2, "mismatch"),
            "size": (1, "mismatch")}
 KILLED, SLEEPER = PLANTED["sigkill"][0], PLANTED["sleep"][0]
+#: srun -v logs each node's tasks (``srun: launching StepId=J.0 on host node2, 1 tasks: 2``): the
+#: line diagnose places a rank by when it exits 0 without a word (srun's error lines name failed
+#: tasks only); the other jobs run as plain ``srun -l``, their nodes known from srun's error lines
+VERBOSE = {"skip": ["-v"]}
+#: the jobs whose call stacks the tests read write torch's pickle (with stacks); the others
+#: torch's JSON dump (fault_job.py FR_DUMP: no stacks to symbolise, ~2.5 CPU-s less per rank)
+STACKS = ("other", "size")
 
 
 def exited(text: str) -> set[int]:
@@ -60,11 +68,13 @@ def run(c, env, out: Path, fault: str, rank: int, port: int) -> Path:
     job_env = {**env, "FAULT": fault, "FAULT_RANK": str(rank), "COLL_TIMEOUT": "4",
                "MASTER_ADDR": c.nodes[0].addr, "MASTER_PORT": str(port), "OMP_NUM_THREADS": "1",
                "GLOO_SOCKET_IFNAME": "eth0",
-               "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_")}
+               "TORCH_FR_DUMP_TEMP_FILE": str(out / "nccl_trace_rank_"),
+               "FR_DUMP": "pickle" if fault in STACKS else "json"}
     name = f"ncclcheck-{fault}-{out.parent.name}"
     with open(out / "slurm.out", "wb") as log:
-        srun = subprocess.Popen(["srun", "-J", name, "-N2", f"-n{RANKS}", "-m", "plane=2", "-l",
-                                 sys.executable, str(JOB)], env=job_env, stdout=log,
+        srun = subprocess.Popen(["srun", "-J", name, *VERBOSE.get(fault, ()), "-N2",
+                                 f"-n{RANKS}", "-m", "plane=2", "-l", sys.executable, str(JOB)],
+                                env=job_env, stdout=log,
                                 stderr=subprocess.STDOUT)
         try:
             if fault == "sleep":
@@ -128,10 +138,9 @@ def test_the_planted_rank_is_named_with_its_kind_and_its_node(jobs, fault):
     _, out = jobs
     rank, kind = PLANTED[fault]
     doc, found = named(out[fault])
-    # a rank that skipped it and exited 0 printed nothing, and srun reports no task that
-    # succeeded: no artifact tells its node, and diagnose invents none
-    host = None if fault == "skip" else NODE[rank]
-    assert found == [(rank, kind, host)], (out[fault] / "slurm.out").read_text()[-3000:]
+    assert found == [(rank, kind, NODE[rank])], (out[fault] / "slurm.out").read_text()[-3000:]
+    assert {f.read_bytes()[:1] for f in out[fault].glob("nccl_trace_rank_*")} == {
+        b"\x80" if fault in STACKS else b"{"}
     assert doc["culprits"][0]["evidence"]
     assert doc["first_desync"]["seq"] == 5 and doc["first_desync"]["pg"] == "0"
     assert doc["summary"]["verdict"].startswith("all_reduce #5")
@@ -187,3 +196,24 @@ def test_a_killed_rank_known_only_by_the_closed_connection_its_peers_saw_is_dead
     assert "tasks.out:" in at
     kept = (tmp_path / "tasks.out").read_text().splitlines()
     assert f"[{c.nodes[1].addr}]" in kept[int(at.rsplit(":", 1)[1]) - 1]
+
+
+def test_a_rank_that_exited_quietly_is_placed_by_sruns_launch_lines_alone(jobs, tmp_path):
+    _, out = jobs
+    rank = PLANTED["skip"][0]
+    c = culprits(diagnose(out["skip"]))[rank]
+    text = (out["skip"] / "slurm.out").read_text(errors="replace").splitlines(keepends=True)
+    at = int(c["evidence"][-1].rsplit(":", 1)[1])
+    assert text[at - 1].startswith("srun: launching ") and f"host {NODE[rank]}," in text[at - 1]
+    # the rank exited 0 and printed nothing: without srun -v's lines nothing in the folder tells
+    # its node, and diagnose names none rather than guess
+    for f in out["skip"].glob("nccl_trace_rank_*"):
+        shutil.copy(f, tmp_path / f.name)
+    (tmp_path / "slurm.out").write_text("".join(ln for ln in text
+                                                if not ln.startswith("srun: launching ")))
+    without = diagnose(tmp_path)
+    assert [(x["rank"], x["kind"], x["host"]) for x in without["culprits"]] == [
+        (rank, "missing", None)]
+    # ... and says which artifact would
+    assert f"node of rank {rank}: run srun with -v" in without["job"]["next_step"]
+    assert "srun with -v" not in diagnose(out["skip"])["job"]["next_step"]
