@@ -103,7 +103,9 @@ def _plan(shape: bytes) -> Any:
         return None
     # a key's digits are masked too: "is_p2p" reads "is_p1p" here, once in the shape (and
     # :func:`columns` counts the real key once per entry)
+    p2p = shape.find(b'"%s":' % _P2P.encode())
     if doc.get(_P2P) is not False or shape.count(b'"%s":' % _P2P.encode()) != 1 \
+            or b'"entries"' in shape \
             or any(k not in spans for k in FIELDS[:8]) \
             or not all(_INT.fullmatch(shape[slice(*spans[k])]) for k in _NUMBERS) \
             or not all(k not in spans or doc[k] is None or _INT.fullmatch(shape[slice(*spans[k])])
@@ -112,7 +114,7 @@ def _plan(shape: bytes) -> Any:
     # offsets into the entry without its opening brace; an absent time: the empty slice
     leads = [m.start(1) - 1 for m in _LEAD.finditer(shape) if m.start(1) >= 0]
     return (operator.itemgetter(*(slice(spans[k][0] - 1, spans[k][1] - 1) if k in spans
-                                  else slice(0, 0) for k in FIELDS)),
+                                  else slice(0, 0) for k in FIELDS), slice(p2p + 4, p2p + 5)),
             operator.itemgetter(0, 0, *leads))
 
 
@@ -125,7 +127,7 @@ class Columns:
         self.doc, self.first, self.group, self.record = doc, first, group, record
         self.n = len(rows)
         _, _, self.state, _, self.name, self.isz, self.idt, self.osz, self.start, \
-            self.end = zip(*rows)
+            self.end, _ = zip(*rows)
         self.values: dict[bytes, Any] = {}
 
     def value(self, raw: bytes) -> Any:
@@ -184,21 +186,22 @@ class Columns:
 
 def columns(data: bytes) -> Optional[Columns]:
     """The usual JSON dump's :class:`Columns`; None for any other (read it whole)."""
-    if data[:1] != b"{" or not data.isascii() or b"\\" in data \
-            or data.count(b'"entries"') != 1:
+    if data[:1] != b"{" or not data.isascii() or b"\\" in data:
         return None
     start = data.find(b'"entries":[{') + 10           # its '['
     end = data.rfind(b"}]") + 2                        # after its ']'
     if start < 10 or end < start + 4:
         return None
+    rest = data[:start] + b"[]" + data[end:]           # (no shape holds "entries")
     try:
-        doc = json.loads(data[:start] + b"[]" + data[end:])
+        doc = json.loads(rest) if rest.count(b'"entries"') == 1 else None
     except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("entries") != [] or "version" not in doc:
         return None
     body = data[start + 2:end - 2]
-    shapes = body.translate(_MASK).split(b"},{")
+    entries = body.split(b"},{")
+    shapes = list(map(bytes.translate, entries, itertools.repeat(_MASK)))
     new = [s for s in set(shapes) if s not in _PLANS]
     if len(new) > MAX_NEW:
         return None
@@ -207,13 +210,14 @@ def columns(data: bytes) -> Optional[Columns]:
     for s in new:
         _PLANS[s] = _plan(b"{" + s + b"}")
     plans = list(map(_PLANS.__getitem__, shapes))
-    if None in plans or body.count(b'"is_p2p":') != len(plans):
+    if None in plans:
         return None
-    entries = body.split(b"},{")
     if any(map(operator.contains, map(_CALL, map(_SECOND, plans), entries),
                itertools.repeat(0x30))):                # a number "01": no JSON
         return None
     rows = list(map(_CALL, map(_FIRST, plans), entries))
+    if list(map(operator.itemgetter(-1), rows)).count(b"2") != len(rows):
+        return None                                    # is_p1p in the shape, not is_p2p
     seqs = list(map(int, map(operator.itemgetter(0), rows)))
     first = seqs[0]
     pgs = list(map(operator.itemgetter(3), rows))
