@@ -7,9 +7,11 @@ torch writes the JSON with nlohmann::json's ``dump()`` (``_dump_fr_trace_json()`
 :func:`columns` reads the usual dump -- ASCII, no backslash, one group, collectives in order, no
 p2p -- with C-speed bytes operations:
 
-- the entries array is cut at ``},{`` and each digit 1-9 turned into ``1`` (the entry's *shape*).
-  A JSON text is valid exactly when its shape is (a number's grammar tells only a leading ``0``
-  from the other digits), and the entries of one shape hold each value at the same offsets;
+- the entries array is cut at ``},{`` and each digit turned into ``1`` (the entry's *shape*).
+  The entries of one shape hold each value at the same offsets, and an entry is valid JSON
+  exactly when its shape is and none of its numbers starts with a ``0`` followed by a digit (the
+  one thing of a number's grammar a shape does not keep: checked per entry at the first digits
+  the shape points to). A key's digits are masked too: ``is_p2p`` is checked per entry;
 - each distinct shape (a few per dump, the same in every rank's dump: kept in :data:`_PLANS`) is
   read once by ``json.loads`` and its values' offsets found and checked against it;
 - each entry's values are cut at its shape's offsets (``operator.itemgetter`` of slices), the
@@ -17,8 +19,8 @@ p2p -- with C-speed bytes operations:
 - the dump around its entries (the entries replaced by ``[]``) is read by ``json.loads``.
 
 What it gives is what :func:`~.fr.parse_dump` takes from ``json.loads``'s document; any other
-dump (a p2p entry, two groups, a backslash, a key it does not know) gives None and is read whole
-(tests/jobdir/test_frjson.py compares the two readings).
+dump (a p2p entry, two groups, a gap, a backslash, non-ASCII, a space between an entry's keys)
+gives None and is read whole (tests/jobdir/test_frjson.py compares the two readings).
 """
 
 from __future__ import annotations
@@ -47,11 +49,10 @@ _TIMES = FIELDS[-2:]
 _P2P = "is_p2p".translate(str.maketrans("0123456789", "1" * 10))
 MAX_PLANS = 4096        #: shapes kept (one per digit count of the numbers, op and state)
 MAX_NEW = 64            #: shapes of one dump not seen before: more, and the dump is read whole
-#: shape -> (getter of :data:`FIELDS`, getter of the first digits of its numbers); None: such an
-#: entry is not read here
+#: shape -> (getter of :data:`FIELDS`, offsets of the first digits of its numbers); None: such
+#: an entry is not read here
 _PLANS: dict[bytes, Any] = {}
 _BEGUN = ("started", "completed")
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
 
 
 def _value_end(s: bytes, i: int) -> int:
@@ -115,7 +116,7 @@ def _plan(shape: bytes) -> Any:
     leads = [m.start(1) - 1 for m in _LEAD.finditer(shape) if m.start(1) >= 0]
     return (operator.itemgetter(*(slice(spans[k][0] - 1, spans[k][1] - 1) if k in spans
                                   else slice(0, 0) for k in FIELDS), slice(p2p + 4, p2p + 5)),
-            operator.itemgetter(0, 0, *leads))
+            tuple(leads))
 
 
 class Columns:
@@ -202,20 +203,30 @@ def columns(data: bytes) -> Optional[Columns]:
     body = data[start + 2:end - 2]
     entries = body.split(b"},{")
     shapes = list(map(bytes.translate, entries, itertools.repeat(_MASK)))
-    new = [s for s in set(shapes) if s not in _PLANS]
+    # runs of one shape (neighbours mostly share it: compared at C speed, one looked up a run)
+    cuts = [0, *itertools.compress(range(1, len(shapes)),
+                                   map(operator.ne, shapes[1:], shapes[:-1])), len(shapes)]
+    runs = [(lo, hi, shapes[lo]) for lo, hi in zip(cuts, cuts[1:])]
+    new = {s for _, _, s in runs if s not in _PLANS}
     if len(new) > MAX_NEW:
         return None
     if len(_PLANS) + len(new) > MAX_PLANS:
         _PLANS.clear()
     for s in new:
         _PLANS[s] = _plan(b"{" + s + b"}")
-    plans = list(map(_PLANS.__getitem__, shapes))
-    if None in plans:
-        return None
-    if any(map(operator.contains, map(_CALL, map(_SECOND, plans), entries),
-               itertools.repeat(0x30))):                # a number "01": no JSON
-        return None
-    rows = list(map(_CALL, map(_FIRST, plans), entries))
+    plans: list[Any] = []
+    for lo, hi, s in runs:
+        plan = _PLANS[s]
+        if plan is None:
+            return None
+        # the first digit of each number, in every entry of the run: the entries of one shape
+        # are as long, so the run joined holds them at one stride
+        joined = b",".join(entries[lo:hi])
+        stride = len(s) + 1
+        if any(0x30 in joined[p::stride] for p in plan[1]):
+            return None                                  # a number "01": no JSON
+        plans += [plan[0]] * (hi - lo)
+    rows = list(map(_CALL, plans, entries))
     if list(map(operator.itemgetter(-1), rows)).count(b"2") != len(rows):
         return None                                    # is_p1p in the shape, not is_p2p
     seqs = list(map(int, map(operator.itemgetter(0), rows)))

@@ -139,12 +139,15 @@ def test_other_dumps_are_read_whole_and_give_the_same_trace(case):
 
 @pytest.mark.parametrize("edit", [
     (b'"record_id":1,', b'"record_id":01,'),         # a leading zero: no JSON
+    (b'"record_id":25,', b'"record_id":05,'),        # ... deep in a run of one shape
+    (b'"time_discovered_completed_ns":0', b'"time_discovered_completed_ns":00'),
     (b'"record_id":1,', b'"record_id":1,,'),
     (b'"state":"completed"', b'"state":"completed\x01"'),   # a raw control character
     (b'"op_id":2,', b'"op_id":-,'),
 ])
 def test_what_is_no_json_stays_no_json(edit):
-    data = nlohmann(dump(no_frames([nccl(1), nccl(2), nccl(3)])))
+    data = nlohmann(dump(no_frames([nccl(s, "started" if s > 20 else "completed")
+                                    for s in range(1, 31)])))
     assert edit[0] in data
     bad = data.replace(edit[0], edit[1], 1)
     assert frjson.columns(bad) is None
