@@ -186,7 +186,18 @@ class Columns:
 
 
 def columns(data: bytes) -> Optional[Columns]:
-    """The usual JSON dump's :class:`Columns`; None for any other (read it whole)."""
+    """The usual JSON dump's :class:`Columns`; None for any other (read it whole).
+
+    >>> e = ('{"collective_seq_id":%d,"input_dtypes":["Float"],"input_sizes":[[8]],'
+    ...      '"is_p2p":false,"output_sizes":[[8]],"process_group":["0","default_pg"],'
+    ...      '"profiling_name":"gloo:all_reduce","record_id":%d,"state":"scheduled"}')
+    >>> text = '{"entries":[%s,%s],"version":"2.10"}' % (e % (9, 8), e % (10, 9))
+    >>> c = columns(text.encode())
+    >>> c.first, c.n, c.group, c.record.tolist(), c.head_name()
+    (9, 2, ['0', 'default_pg'], [8, 9], 'gloo:all_reduce')
+    >>> columns(text.replace('"record_id":9', '"record_id":09').encode()) is None   # no JSON
+    True
+    """
     if data[:1] != b"{" or not data.isascii() or b"\\" in data:
         return None
     start = data.find(b'"entries":[{') + 10           # its '['
