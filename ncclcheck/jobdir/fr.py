@@ -36,6 +36,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Optional
 
+from ncclcheck.jobdir import frjson
 from ncclcheck.jobdir.frcolumns import fill, one_run, pg_name, rows_by_seq
 from ncclcheck.jobdir.unpickle import safe_loads
 
@@ -210,7 +211,7 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
 
     The usual dump (:func:`one_run`) is taken whole; others are walked once (:func:`rows_by_seq`).
     Whole columns are taken at C speed where the window has no gap (:func:`fill`)."""
-    config = doc.get("pg_config") if isinstance(doc.get("pg_config"), dict) else {}
+    config = _config(doc)
     entries = doc["entries"]
     groups: list[tuple[Any, int, list[Any]]] = []      # (name, first seq, entries by seq)
     whole = one_run(entries)
@@ -234,16 +235,46 @@ def parse_dump(doc: dict[str, Any], path: str, sigs: Intern, stacks: Intern) -> 
     reliable = backend == "nccl"
     pgs: dict[str, PgTrace] = {}
     for name, first, picked in groups:
-        desc = pg_name(next(e for e in picked if e is not None))[1]
-        # gloo writes pg_config under an empty name (torch 2.13): one config fits the one group
-        cfg = config.get(name) or (next(iter(config.values())) if len(config) == 1 else {})
-        pg = PgTrace(str(name), desc,
-                     _members(cfg.get("ranks")) if isinstance(cfg, dict) else None)
-        pg.first = first
+        pg = _pg(name, pg_name(next(e for e in picked if e is not None))[1], config, first)
         fill(pg, picked, sigs, reliable)
         pgs[str(name)] = pg
     return RankTrace(path, rank_from_name(path), str(doc.get("version")), backend, pgs,
                      len(entries), reliable)
+
+
+def _config(doc: dict[str, Any]) -> Any:
+    return doc.get("pg_config") if isinstance(doc.get("pg_config"), dict) else {}
+
+
+def _pg(name: Any, desc: str, config: Any, first: int) -> PgTrace:
+    # gloo writes pg_config under an empty name (torch 2.13): one config fits the one group
+    cfg = config.get(name) or (next(iter(config.values())) if len(config) == 1 else {})
+    pg = PgTrace(str(name), desc, _members(cfg.get("ranks")) if isinstance(cfg, dict) else None)
+    pg.first = first
+    return pg
+
+
+def parse_bytes(data: bytes, path: str, sigs: Intern, stacks: Intern) -> RankTrace:
+    """:func:`parse_dump` of :func:`load_bytes` of ``data``; the usual JSON dump is read from
+    its bytes without building its entries (:func:`~.frjson.columns`: the same trace).
+
+    Raises:
+        UnsafePickle: a pickle that names a callable.
+        NotADump: anything else that is not a dump.
+    """
+    cols = frjson.columns(data) if data[:1] == b"{" else None
+    if cols is None:
+        doc = load_bytes(data)
+        trace = parse_dump(doc, path, sigs, stacks)
+        del doc                                 # freed while the caller's no_gc holds
+        return trace
+    head = cols.head_name()
+    backend = str(head).partition(":")[0]
+    name = cols.group[0]
+    pg = _pg(name, str(cols.group[1]), _config(cols.doc), cols.first)
+    cols.fill(pg, sigs, backend == "nccl")
+    return RankTrace(path, rank_from_name(path), str(cols.doc.get("version")), backend,
+                     {str(name): pg}, cols.n, backend == "nccl")
 
 
 def frames_at(path: str, pg: str, seq: int) -> tuple[str, ...]:

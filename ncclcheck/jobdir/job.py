@@ -11,7 +11,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Optional
 
-from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, load_bytes, no_gc, parse_dump
+from ncclcheck.jobdir.fr import Intern, NotADump, RankTrace, no_gc, parse_bytes
 from ncclcheck.jobdir.text import JobText, TextScanner
 from ncclcheck.jobdir.unpickle import MAX_PICKLE_BYTES
 from ncclcheck.jobdir.verdict import judge
@@ -53,12 +53,10 @@ class JobReader:
             return
         with no_gc():
             try:
-                doc = load_bytes(data)
+                trace = parse_bytes(data, path, self.sigs, self.stacks)
             except NotADump as exc:
                 self.bad.append(f"{path}: {exc}")
                 return
-            trace = parse_dump(doc, path, self.sigs, self.stacks)
-            del doc                             # freed while the collector still waits
         trace.source = source or path
         self.dumps.append(trace)
 

@@ -292,7 +292,7 @@ def test_many_dumps_read_by_worker_processes_give_the_verdict_of_one_process(tmp
                                                                            monkeypatch):
     import ncclcheck.jobdir.inputs as inputs
 
-    ranks = inputs.PARALLEL_MIN + 32
+    ranks = max(inputs.PARALLEL_MIN + 32, 96)
     base = [entry(1), entry(2, "all_gather", 4), entry(3)]
     for r in range(ranks):
         # rank 77 calls broadcast at #3: a signature one worker meets first, the others never
