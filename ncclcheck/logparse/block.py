@@ -1,0 +1,128 @@
+"""Whole blocks of NCCL lines with no Python step for most of them (issue 24).
+
+Most NCCL lines of a big log are INFO lines of a process seen before whose message was seen
+before too (Channel/Ring/Trees lines, "Connected all rings", ...), and such a line only adds to
+counters of its process: its line count, its connections per transport, the rings and trees it
+is on. :meth:`BlockMixin.feed_block` finds those lines of a block in C loops (``map`` over the
+block: `` NCCL INFO `` found, the header before it looked up in the header memo with a leading
+timestamp made a NUL as :func:`~.memokeys.head_key` does, the message after it in the memo of
+such messages), and counts each (process, fact) pair in a :class:`collections.Counter` (C
+again); every other line takes :meth:`~.state.LogState.feed_bytes`, in order. The counts are
+applied once per pair by :meth:`BlockMixin.flush`: at the end of a file, before any other line
+applies a connection, ring or trees fact, and when the counter holds :data:`MAX_PENDING` pairs.
+
+Why the result is the same as line by line (``tests/diagnose/test_dispatch.py`` holds it on every
+fixture): these facts only add (counts, maxima, members of a capped set or dict), and the counter
+keeps its pairs in the order of their first line, so a capped set or dict takes the same members
+in the same order; nothing reads those fields while the log is read; and the one thing the
+lines set that other lines read, the file's last process, is set before each line that takes
+the other way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from itertools import compress, repeat
+from operator import and_, contains, is_not, itemgetter, not_
+from typing import Any, Callable, Optional
+
+from ncclcheck.logparse.memokeys import STAMP_PATTERN
+
+MAX_PENDING = 1 << 16      #: (process, fact) pairs counted before they are applied
+MAX_AGG = 1 << 16          #: messages in the memo of messages that only count; cleared when full
+#: fact kinds whose lines only add to their process (see the module's docstring)
+DEFERRED = frozenset(("connection", "ring", "trees"))
+NOFACT = ("none", None)    #: the fact of a message that states none (a Counter key, unlike None)
+_INFO = b" NCCL INFO "
+_STAMP_HEAD = re.compile(rb"\A" + STAMP_PATTERN)
+_HEAD, _SEP, _BODY = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+class BlockMixin:
+    """:meth:`feed_block` and :meth:`flush` of :class:`~ncclcheck.logparse.state.LogState`."""
+
+    _heads: dict[bytes, Any]
+    _agg: dict[bytes, tuple]
+    _pending: Counter
+    _deferring: bool
+    _heads_gen: int
+    _block: Optional[tuple[list[Any], list[Any], list[Any]]]
+    _upto: int
+    _at: int
+    _last_proc: dict[str, Any]
+    feed_bytes: Callable[[bytes, str, int], None]
+    _apply: Callable[..., None]
+
+    def _classify(self, lines: list[bytes]) -> tuple[list[Any], list[Any], list[Any]]:
+        """Per line: its process and fact where it only counts (else None), and whether it does
+        (a truth value)."""
+        parts = list(map(bytes.partition, lines, repeat(_INFO)))        # head, sep, message
+        procs = list(map(self._heads.get, map(_HEAD, parts)))
+        if procs.count(None) * 4 > len(procs):        # timestamps: look up head_key's key
+            procs = list(map(self._heads.get, map(_STAMP_HEAD.sub, repeat(b"\0"),
+                                                  map(_HEAD, parts), repeat(1))))
+        facts = list(map(self._agg.get, map(_BODY, parts)))
+        only = list(map(and_, map(and_, map(is_not, procs, repeat(None)),
+                                  map(is_not, facts, repeat(None))), map(len, map(_SEP, parts))))
+        if b"\r" in b"".join(lines):                  # as feed_bytes: a CR takes the long way
+            for k in compress(range(len(lines)), map(contains, lines, repeat(b"\r"))):
+                only[k] = False
+        return procs, facts, only
+
+    def feed_block(self, lines: list[bytes], numbers: list[int], file: str) -> None:
+        """:meth:`~.state.LogState.feed_bytes` of each line, in order (``numbers`` their line
+        numbers), with the lines that only count counted in C; :meth:`flush` before reading."""
+        self._deferring = True
+        procs, facts, only = self._classify(lines)
+        gen = self._heads_gen
+        self._block = (procs, facts, only)
+        self._upto = 0
+        try:
+            for k in compress(range(len(lines)), map(not_, only)):    # the other lines, in order
+                if k and only[k - 1]:
+                    self._last_proc[file] = procs[k - 1]
+                self._at = k
+                self.feed_bytes(lines[k], file, numbers[k])
+                if self._heads_gen != gen:        # a header cleared or taken again: look again
+                    self._count_block(k + 1)
+                    self._block = None
+                    if k + 1 < len(lines):
+                        self.feed_block(lines[k + 1:], numbers[k + 1:], file)
+                    return
+            self._count_block(len(lines))
+            if lines and only[-1]:
+                self._last_proc[file] = procs[-1]
+        finally:
+            self._block = None
+        if len(self._pending) >= MAX_PENDING:
+            self.flush(keep=True)
+
+    def _count_block(self, end: Optional[int] = None) -> None:
+        """Count the block's lines that only count, up to ``end`` (default: the line being fed)."""
+        if self._block is None:
+            return
+        procs, facts, only = self._block
+        end = self._at if end is None else end
+        if end > self._upto:
+            self._pending.update(compress(zip(procs[self._upto:end], facts[self._upto:end]),
+                                          only[self._upto:end]))
+            self._upto = end
+
+    def flush(self, keep: bool = False) -> None:
+        """Apply the counted lines (each pair's count at once, in the order of their first
+        line); ``keep``: go on counting afterwards (else :meth:`feed_block` starts it again)."""
+        self._count_block()
+        pending, self._pending = self._pending, Counter()
+        self._deferring = keep
+        for (proc, fact), n in pending.items():
+            proc.lines += n
+            if fact is NOFACT:
+                continue
+            self._apply(proc, fact, "", 0, "")            # what the first line does ...
+            if n > 1 and fact[0] == "connection":         # ... and the other n - 1 add
+                _, transport, gdr = fact[1]
+                if transport in proc.transports:
+                    proc.transports[transport] += n - 1
+                if gdr:
+                    proc.gdr_connections += n - 1
