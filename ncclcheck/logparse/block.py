@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import and_, contains, is_not, itemgetter, not_
+from operator import and_, contains, gt, is_not, itemgetter, not_
 from typing import Any, Callable, Optional
 
-from ncclcheck.logparse.memokeys import STAMP_PATTERN
+from ncclcheck.logparse.memokeys import STAMP_PATTERN, shape
 
 MAX_PENDING = 1 << 16      #: (process, fact) pairs counted before they are applied
 MAX_AGG = 1 << 16          #: messages in the memo of messages that only count; cleared when full
@@ -35,6 +35,8 @@ MAX_AGG = 1 << 16          #: messages in the memo of messages that only count; 
 DEFERRED = frozenset(("connection", "ring", "trees"))
 NOFACT = ("none", None)    #: the fact of a message that states none (a Counter key, unlike None)
 _INFO = b" NCCL INFO "
+_RELOOK, _MAX_RELOOK = 256, 4   #: after this many lines fed one by one, classify the rest again
+_BULK = (b"C", b"R", b"T")    #: Channel/Ring/Trees messages: memoised by shape (state.py)
 _STAMP_HEAD = re.compile(rb"\A" + STAMP_PATTERN)
 _HEAD, _SEP, _BODY = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -44,6 +46,7 @@ class BlockMixin:
 
     _heads: dict[bytes, Any]
     _agg: dict[bytes, tuple]
+    _facts: dict[Any, Any]
     _pending: Counter
     _deferring: bool
     _heads_gen: int
@@ -63,14 +66,26 @@ class BlockMixin:
             procs = list(map(self._heads.get, map(_STAMP_HEAD.sub, repeat(b"\0"),
                                                   map(_HEAD, parts), repeat(1))))
         facts = list(map(self._agg.get, map(_BODY, parts)))
-        only = list(map(and_, map(and_, map(is_not, procs, repeat(None)),
-                                  map(is_not, facts, repeat(None))), map(len, map(_SEP, parts))))
+        known = list(map(is_not, procs, repeat(None)))
+        only = list(map(and_, map(and_, known, map(is_not, facts, repeat(None))),
+                        map(len, map(_SEP, parts))))
+        memo = self._facts                             # a Channel/Ring/Trees message not seen as
+        for k in compress(range(len(lines)), map(gt, known, only)):   # such: its shape's fact
+            body = parts[k][2]
+            if parts[k][1] and body[:1] in _BULK:
+                fact = memo.get(body, memo)
+                if fact is memo:
+                    fact = memo.get(shape(body), memo)
+                if fact is None or (fact is not memo and fact[0] in DEFERRED):
+                    facts[k] = NOFACT if fact is None else fact
+                    only[k] = True
         if b"\r" in b"".join(lines):                  # as feed_bytes: a CR takes the long way
             for k in compress(range(len(lines)), map(contains, lines, repeat(b"\r"))):
                 only[k] = False
         return procs, facts, only
 
-    def feed_block(self, lines: list[bytes], numbers: list[int], file: str) -> None:
+    def feed_block(self, lines: list[bytes], numbers: list[int], file: str, redo: int = 0
+                   ) -> None:
         """:meth:`~.state.LogState.feed_bytes` of each line, in order (``numbers`` their line
         numbers), with the lines that only count counted in C; :meth:`flush` before reading."""
         self._deferring = True
@@ -79,16 +94,18 @@ class BlockMixin:
         self._block = (procs, facts, only)
         self._upto = 0
         try:
-            for k in compress(range(len(lines)), map(not_, only)):    # the other lines, in order
-                if k and only[k - 1]:
+            for fed, k in enumerate(compress(range(len(lines)), map(not_, only)), 1):
+                if k and only[k - 1]:                        # the other lines, in order
                     self._last_proc[file] = procs[k - 1]
                 self._at = k
                 self.feed_bytes(lines[k], file, numbers[k])
-                if self._heads_gen != gen:        # a header cleared or taken again: look again
+                if self._heads_gen != gen or (           # a header cleared or taken again, or
+                        fed == _RELOOK and redo < _MAX_RELOOK and k + 1 < len(lines) - 4 * fed
+                        and fed * 2 > k):                # a log's start (new headers): look again
                     self._count_block(k + 1)
                     self._block = None
                     if k + 1 < len(lines):
-                        self.feed_block(lines[k + 1:], numbers[k + 1:], file)
+                        self.feed_block(lines[k + 1:], numbers[k + 1:], file, redo + 1)
                     return
             self._count_block(len(lines))
             if lines and only[-1]:
