@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from itertools import compress, repeat
-from operator import and_, contains, gt, is_not, itemgetter, not_
+from operator import and_, gt, is_not, itemgetter, not_
 from typing import Any, Callable, Optional
 
 from ncclcheck.logparse.memokeys import STAMP_PATTERN, shape
@@ -79,10 +79,7 @@ class BlockMixin:
                 if fact is None or (fact is not memo and fact[0] in DEFERRED):
                     facts[k] = NOFACT if fact is None else fact
                     only[k] = True
-        if b"\r" in b"".join(lines):                  # as feed_bytes: a CR takes the long way
-            for k in compress(range(len(lines)), map(contains, lines, repeat(b"\r"))):
-                only[k] = False
-        return procs, facts, only
+        return procs, facts, only   # (a CR line is never counted: no memo key holds a CR)
 
     def feed_block(self, lines: list[bytes], numbers: list[int], file: str, redo: int = 0
                    ) -> None:

@@ -14,7 +14,7 @@ import random
 import pytest
 
 from ncclcheck import diagnose as diagnose_mod
-from ncclcheck.diagnose import diagnose_files
+from ncclcheck.diagnose import build_document, diagnose_files
 from ncclcheck.logparse import block as block_mod
 from ncclcheck.logparse import reader
 from ncclcheck.logparse import state as state_mod
@@ -129,6 +129,32 @@ def test_a_transport_first_seen_the_long_way_keeps_its_place(tmp_path, monkeypat
     assert fast == slow
     assert json.loads(fast)["ranks"][0]["network"] == "Socket"
     assert json.loads(fast)["ranks"][0]["transports"] == {"NET/IB": 1, "NET/Socket": 6, "P2P": 2}
+
+
+def test_a_line_counted_the_long_way_comes_after_the_blocks_lines_before_it():
+    """Within one block: a Socket connection counted in C, then an IB one whose message was new
+    (counted by feed_bytes): the Socket one is first, so the network is Socket."""
+    warm = [b"h:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+            b"h:2:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+            b"h:1:1 [0] NCCL INFO Connected all rings"]
+    lines = [b"h:1:1 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via NET/Socket/0",
+             b"h:1:1 [0] NCCL INFO Channel 01/0 : 0[0] -> 1[1] via NET/IB/0"]
+    docs = []
+    for fast in (True, False):
+        state = LogState()
+        state.fast = fast
+        if fast:
+            state.feed_block(warm, [1, 2, 3], "t")
+            state.feed_block(lines, [4, 5], "t")
+            state.flush()
+        else:
+            for n, raw in enumerate(warm + lines, 1):
+                state.feed_bytes(raw, "t", n)
+        doc = build_document(state, [])
+        doc.pop("created_at", None)
+        docs.append(doc)
+    assert docs[0] == docs[1]
+    assert [r["network"] for r in docs[0]["ranks"]] == ["Socket", "Socket"]
 
 
 def test_a_host_label_line_after_counted_lines_names_their_process(tmp_path, monkeypatch):
