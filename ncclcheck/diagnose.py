@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import re
 from itertools import repeat
-from operator import contains
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
@@ -157,8 +156,7 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             for numbers, lines, whiches in iter_blocks2(
                     src.stream, src.stats, KEYS, NEXT_KEYS, inline.keys if inline else (),
                     inline.follow if inline else {}):
-                if whiches is None and state.fast and not tests.reading \
-                        and all(map(contains, lines, repeat(b"NCCL"))):
+                if whiches is None and state.fast and not tests.reading:
                     state.feed_block(lines, numbers, name)     # NCCL lines only: C loops
                     continue
                 for lineno, raw, which in zip(numbers, lines, whiches or repeat(1)):

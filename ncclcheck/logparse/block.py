@@ -81,36 +81,43 @@ class BlockMixin:
                     only[k] = True
         return procs, facts, only   # (a CR line is never counted: no memo key holds a CR)
 
-    def feed_block(self, lines: list[bytes], numbers: list[int], file: str, redo: int = 0
-                   ) -> None:
+    def feed_block(self, lines: list[bytes], numbers: list[int], file: str) -> None:
         """:meth:`~.state.LogState.feed_bytes` of each line, in order (``numbers`` their line
         numbers), with the lines that only count counted in C; :meth:`flush` before reading."""
         self._deferring = True
-        procs, facts, only = self._classify(lines)
-        gen = self._heads_gen
-        self._block = (procs, facts, only)
-        self._upto = 0
+        start, relook = 0, 0
         try:
-            for fed, k in enumerate(compress(range(len(lines)), map(not_, only)), 1):
-                if k and only[k - 1]:                        # the other lines, in order
-                    self._last_proc[file] = procs[k - 1]
-                self._at = k
-                self.feed_bytes(lines[k], file, numbers[k])
-                if self._heads_gen != gen or (           # a header cleared or taken again, or
-                        fed == _RELOOK and redo < _MAX_RELOOK and k + 1 < len(lines) - 4 * fed
-                        and fed * 2 > k):                # a log's start (new headers): look again
-                    self._count_block(k + 1)
-                    self._block = None
-                    if k + 1 < len(lines):
-                        self.feed_block(lines[k + 1:], numbers[k + 1:], file, redo + 1)
-                    return
-            self._count_block(len(lines))
-            if lines and only[-1]:
-                self._last_proc[file] = procs[-1]
+            while start < len(lines):
+                start = self._feed_from(lines, numbers, file, start, relook)
+                relook += 1
         finally:
             self._block = None
         if len(self._pending) >= MAX_PENDING:
             self.flush(keep=True)
+
+    def _feed_from(self, lines: list[bytes], numbers: list[int], file: str, start: int,
+                   relook: int) -> int:
+        """:meth:`feed_block` from line ``start`` on, classified once; where to go on from
+        (``len(lines)``: the end) when a header was cleared or taken again (the classification
+        may be stale), or when most lines so far took the long way (a log's start: new headers
+        and messages, worth classifying again)."""
+        part = lines[start:] if start else lines
+        procs, facts, only = self._block = self._classify(part)
+        self._upto = 0
+        gen = self._heads_gen
+        for fed, k in enumerate(compress(range(len(part)), map(not_, only)), 1):
+            if k and only[k - 1]:                            # the other lines, in order
+                self._last_proc[file] = procs[k - 1]
+            self._at = k
+            self.feed_bytes(part[k], file, numbers[start + k])
+            if self._heads_gen != gen or (fed == _RELOOK and relook < _MAX_RELOOK
+                                          and k + 1 < len(part) - 4 * fed and fed * 2 > k):
+                self._count_block(k + 1)
+                return start + k + 1
+        self._count_block(len(part))
+        if part and only[-1]:
+            self._last_proc[file] = procs[-1]
+        return len(lines)
 
     def _count_block(self, end: Optional[int] = None) -> None:
         """Count the block's lines that only count, up to ``end`` (default: the line being fed)."""

@@ -157,8 +157,8 @@ def _take_lines(buf: bytes, end: int, key: bytes, spans: dict[int, int]) -> None
     line (issue 24): one ``re.finditer`` for the key and the rest of its line (a second key on
     the same line is inside the first match), each line's start by ``rfind`` in a C loop (map).
 
-    >>> sp = {}; _take_lines(b"a\\nx NCCL y NCCL\\nNCCL\\nb", 17, b"NCCL", sp); sp
-    {2: 13, 14: 17}
+    >>> sp = {}; _take_lines(b"a\\nx NCCL y NCCL\\nNCCL\\nb", 20, b"NCCL", sp); sp
+    {2: 15, 16: 20}
     """
     rx = _LINE_RX.get(key)
     if rx is None:
@@ -181,7 +181,7 @@ def _gated(text: bytes, end: int, key: bytes, present: dict[bytes, bool]) -> boo
 
 def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes, int],
            keys2: tuple[bytes, ...] = (), follow2: Mapping[bytes, int] = {}
-           ) -> tuple[dict[int, int], int, dict[int, int], int]:
+           ) -> tuple[dict[int, int], int, dict[int, int], int, bool]:
     """Start → end offsets of the lines in ``buf[:end]`` that hold a key (plus the lines they
     select after them), and how many selected lines lie beyond ``end`` (in the next chunk).
 
@@ -193,7 +193,7 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
 
     ``keys2``: a second reader's keys (``follow2`` its following lines), their lines and pending
     count returned apart: searched where their gates occur outside the lines ``keys[0]`` took,
-    or where the key is inside them."""
+    or where the key is inside them. The last value: whether every line taken holds ``keys[0]``."""
     spans: dict[int, int] = {}
     find = _finder(buf)
     present: dict[bytes, bool] = {}
@@ -204,6 +204,7 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         pending = _take(buf, end, keys[0], follow[keys[0]], find, spans)
     else:                                       # the common key: its lines found in C loops
         _take_lines(buf, end, keys[0], spans)
+    first = -1 if follow.get(keys[0]) else len(spans)     # no other key took a line: see below
     outside, stop, inside = buf, end, b""
     if spans and len(spans) <= _MAX_SPLIT:
         # one copy each, the slices made by C loops (map), not a Python step per line
@@ -231,7 +232,7 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         if not _gated(outside, stop, key, present) and not held(key):
             continue
         pending2 = max(pending2, _take(buf, end, key, follow2.get(key, 0), find, spans2))
-    return spans, pending, spans2, pending2
+    return spans, pending, spans2, pending2, len(spans) == first
 
 
 def _has_long_line(buf: bytes, end: int, limit: int) -> bool:
@@ -286,8 +287,8 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                  follow2: Mapping[bytes, int]
                  ) -> Iterator[tuple[list[int], list[bytes], Optional[list[int]]]]:
     """:func:`iter_matching2` a block at a time: ``(line_numbers, lines, which)`` per chunk, where
-    ``which`` is None when every line is the first reader's alone (``which == 1``), the common
-    case: a caller can then take the whole block in C loops.
+    ``which`` is None when every line is the first reader's alone (``which == 1``) and holds
+    ``keys[0]``, the common case: a caller can then take the whole block in C loops.
 
     >>> s = InputStats("t")
     >>> list(iter_blocks2(io.BytesIO(b"a\\nNCCL x\\nNCCL y\\nz"), s, (b"NCCL",), {}, (), {}))
@@ -325,7 +326,8 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                 yield got
             lineno += len(parts)
         else:
-            spans, pending, spans2, pending2 = _spans(block, end, keys, follow, keys2, follow2)
+            spans, pending, spans2, pending2, first = _spans(block, end, keys, follow, keys2,
+                                                             follow2)
             prev = 0
             if spans2:
                 got = ([], [], [])
@@ -342,7 +344,7 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                                               starts), initial=lineno + 1))
                 numbers.pop(0)
                 yield numbers, list(map(block.__getitem__, map(slice, starts, map(
-                    spans.__getitem__, starts)))), None
+                    spans.__getitem__, starts)))), None if first else [1] * len(starts)
                 lineno, prev = numbers[-1] - 1, starts[-1]
             lineno += block.count(b"\n", prev, end) + 1
     stats.lines = lineno
