@@ -89,7 +89,7 @@ def test_counted_lines_give_the_line_by_line_document(seed, tmp_path, monkeypatc
     monkeypatch.setattr(reader, "CHUNK_BYTES", rnd.choice([4096, 65536, 1 << 20]))
     monkeypatch.setattr(block_mod, "MAX_PENDING", rnd.choice([7, 1 << 16]))
     if seed % 2:                          # memos cleared while blocks are read
-        monkeypatch.setattr(state_mod, "MAX_HEADS", 5)
+        monkeypatch.setattr(state_mod, "MAX_HEADS", 24)
         monkeypatch.setattr(state_mod, "MAX_AGG", 9)
     fast, slow = _both(str(path), monkeypatch)
     assert fast == slow
