@@ -61,7 +61,7 @@ def _line(rnd: random.Random, host: int, rank: int, tid: int) -> str:
     return f"{prefix}{h} {body}"
 
 
-def _log(seed: int, lines: int = 3000) -> str:
+def _log(seed: int, lines: int = 2000) -> str:
     rnd = random.Random(seed)
     procs = [(rnd.randrange(4), rnd.randrange(32)) for _ in range(rnd.choice([3, 20, 40]))]
     out = []
