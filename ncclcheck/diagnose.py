@@ -6,7 +6,7 @@ Flow: open each input (file, gzip file or ``-``) → keep only the lines holding
 (per-process facts and line-level findings) → run the whole-log checks
 (:mod:`ncclcheck.judge.derived`) → build the ``ncclcheck/diagnosis`` document. A plain file's
 job-level lines (:class:`~ncclcheck.jobdir.inputs.InlineScan`) are taken in the same pass
-(:func:`~ncclcheck.logparse.prefilter.iter_matching2`); gzip and --log-dir files get a pass of
+(:func:`~ncclcheck.logparse.prefilter.iter_blocks2`); gzip and --log-dir files get a pass of
 their own (:func:`~ncclcheck.jobdir.inputs.scan_text`).
 
 The document::
@@ -22,6 +22,7 @@ The document::
 from __future__ import annotations
 
 import re
+from itertools import repeat
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
@@ -30,7 +31,7 @@ from ncclcheck.logparse.reader import (
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_matching2
+from ncclcheck.logparse.prefilter import iter_blocks2
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -152,20 +153,25 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             tests = pasted.tests
             # one pass for both readers (issue 24): ``which & 2`` lines go to the job scan,
             # ``which & 1`` lines (what iter_matching with KEYS and NEXT_KEYS takes) to the parse
-            for lineno, raw, which in iter_matching2(
+            for numbers, lines, whiches in iter_blocks2(
                     src.stream, src.stats, KEYS, NEXT_KEYS, inline.keys if inline else (),
                     inline.follow if inline else {}):
-                if which != 1:
-                    if which & 2:
-                        inline.feed(lineno, raw)                # type: ignore[union-attr]
-                    if not which & 1:
-                        continue
-                feed(raw, name, lineno)
-                if b"NCCL" not in raw:                   # pasted ibstat, show_gids, ip addr...
-                    text = raw.decode("utf-8", "replace")
-                    pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
-                elif tests.reading:                      # NCCL lines inside an nccl-tests table
-                    pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
+                if whiches is None and state.fast and not tests.reading:
+                    state.feed_block(lines, numbers, name)     # NCCL lines only: C loops
+                    continue
+                for lineno, raw, which in zip(numbers, lines, whiches or repeat(1)):
+                    if which != 1:
+                        if which & 2:
+                            inline.feed(lineno, raw)            # type: ignore[union-attr]
+                        if not which & 1:
+                            continue
+                    feed(raw, name, lineno)
+                    if b"NCCL" not in raw:               # pasted ibstat, show_gids, ip addr...
+                        text = raw.decode("utf-8", "replace")
+                        pasted.feed(text, {"file": name, "line": lineno, "text": text.strip()[:400]})
+                    elif tests.reading:                  # NCCL lines inside an nccl-tests table
+                        pasted.feed_nccl(raw.decode("utf-8", "replace"), {})
+            state.flush()
             pasted.close()
             if inline is not None:
                 inline.close(src.stats)

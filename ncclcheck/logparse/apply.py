@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ncclcheck.logparse.block import DEFERRED
 from ncclcheck.logparse.facts import Fact
 from ncclcheck.logparse.proc import MAX_EVIDENCE, MAX_LIST, MAX_SET, Line, Proc, evidence
 from ncclcheck.signatures.rdma import (
@@ -25,10 +26,14 @@ class FactsMixin:
     rdma_evidence: dict[Optional[str], list[dict[str, Any]]]
     rdma_devices: dict[Optional[str], set[str]]
     env_evidence: dict[str, dict[str, Any]]
+    _pending: Any
+    flush: Any
 
     # -- facts ---------------------------------------------------------------------------------
     def _apply(self, proc: Proc, fact: Fact, file: str, lineno: int, line: Line) -> None:
         kind, value = fact
+        if self._pending and kind in DEFERRED:   # the lines counted so far first (block.py)
+            self.flush(keep=True)
         if kind == "connection":
             channel, transport, gdr = value
             if len(proc.rings) < MAX_LIST:

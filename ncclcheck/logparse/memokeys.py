@@ -11,7 +11,8 @@ from typing import Any
 #: a timestamp at the start of a line, as :mod:`~ncclcheck.logparse.prefix` strips it (its
 #: ``stamp`` alternative, on bytes): the only prefix that differs on every line of a process.
 STAMP_FIRST = frozenset(b"[0123456789")
-_STAMP = re.compile(rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
+STAMP_PATTERN = rb"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+"
+_STAMP = re.compile(STAMP_PATTERN)
 
 
 def head_key(raw: bytes, cut: int) -> bytes:

@@ -20,8 +20,9 @@ are still to be followed, takes the line-by-line path.
 from __future__ import annotations
 
 import io
+import re
 from itertools import accumulate, repeat
-from operator import itemgetter
+from operator import add, itemgetter
 from typing import BinaryIO, Callable, Iterator, Mapping, Optional, Union
 
 from ncclcheck.logparse import reader
@@ -51,6 +52,8 @@ _MEMMEM_GAP = 16384    #: after a gap between hits longer than this, search the 
 _MAX_SPLIT = 2048       #: above this many lines taken by keys[0] in a chunk, gate on the whole chunk
 _MAX_MISSES = 32        #: a key's rare byte seen this often outside the key: search the key itself
 _PAIR = itemgetter(0, 1)
+_LINE_RX: dict[bytes, "re.Pattern[bytes]"] = {}     # key -> key and the rest of its line
+_START, _END = re.Match.start, re.Match.end
 
 
 def _finder(buf: bytes) -> Callable[[bytes, int, int], int]:
@@ -149,6 +152,22 @@ def _take(buf: bytes, end: int, key: bytes, more: int, find: Callable[[bytes, in
     return pending
 
 
+def _take_lines(buf: bytes, end: int, key: bytes, spans: dict[int, int]) -> None:
+    """Add to ``spans`` the lines of ``buf[:end]`` holding ``key``, found with no Python step per
+    line (issue 24): one ``re.finditer`` for the key and the rest of its line (a second key on
+    the same line is inside the first match), each line's start by ``rfind`` in a C loop (map).
+
+    >>> sp = {}; _take_lines(b"a\\nx NCCL y NCCL\\nNCCL\\nb", 20, b"NCCL", sp); sp
+    {2: 15, 16: 20}
+    """
+    rx = _LINE_RX.get(key)
+    if rx is None:
+        rx = _LINE_RX[key] = re.compile(re.escape(key) + rb"[^\n]*")
+    found = list(rx.finditer(buf, 0, end))
+    spans.update(zip(map(add, map(buf.rfind, repeat(b"\n"), repeat(0), map(_START, found)),
+                         repeat(1)), map(_END, found)))
+
+
 def _gated(text: bytes, end: int, key: bytes, present: dict[bytes, bool]) -> bool:
     """Whether every gate byte of ``key`` is in ``text[:end]`` (answers cached in ``present``)."""
     for g in _GATES.get(key) or gates(key):
@@ -162,7 +181,7 @@ def _gated(text: bytes, end: int, key: bytes, present: dict[bytes, bool]) -> boo
 
 def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes, int],
            keys2: tuple[bytes, ...] = (), follow2: Mapping[bytes, int] = {}
-           ) -> tuple[dict[int, int], int, dict[int, int], int]:
+           ) -> tuple[dict[int, int], int, dict[int, int], int, bool]:
     """Start → end offsets of the lines in ``buf[:end]`` that hold a key (plus the lines they
     select after them), and how many selected lines lie beyond ``end`` (in the next chunk).
 
@@ -174,13 +193,18 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
 
     ``keys2``: a second reader's keys (``follow2`` its following lines), their lines and pending
     count returned apart: searched where their gates occur outside the lines ``keys[0]`` took,
-    or where the key is inside them."""
+    or where the key is inside them. The last value: whether every line taken holds ``keys[0]``."""
     spans: dict[int, int] = {}
     find = _finder(buf)
     present: dict[bytes, bool] = {}
     pending = 0
-    if _gated(buf, end, keys[0], present):
-        pending = _take(buf, end, keys[0], follow.get(keys[0], 0), find, spans)
+    if not _gated(buf, end, keys[0], present):
+        pass
+    elif follow.get(keys[0]):
+        pending = _take(buf, end, keys[0], follow[keys[0]], find, spans)
+    else:                                       # the common key: its lines found in C loops
+        _take_lines(buf, end, keys[0], spans)
+    first = -1 if follow.get(keys[0]) else len(spans)     # no other key took a line: see below
     outside, stop, inside = buf, end, b""
     if spans and len(spans) <= _MAX_SPLIT:
         # one copy each, the slices made by C loops (map), not a Python step per line
@@ -194,7 +218,9 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
     held: Callable[[bytes], bool] = inside.__contains__
     if len(inside) > _MEMMEM_GAP:                      # memmem: 3-10x ``key in inside`` there
         within = _finder(inside)
-        held = lambda key: within(key, 0, len(inside)) >= 0      # noqa: E731
+        seen: dict[bytes, bool] = {}                   # and first the key's rare bytes (memchr)
+        held = lambda key: _gated(inside, len(inside), key, seen) and \
+            within(key, 0, len(inside)) >= 0      # noqa: E731
 
     for key in keys[1:]:
         if not _gated(outside, stop, key, present) and not (follow.get(key) and held(key)):
@@ -206,7 +232,7 @@ def _spans(buf: bytes, end: int, keys: tuple[bytes, ...], follow: Mapping[bytes,
         if not _gated(outside, stop, key, present) and not held(key):
             continue
         pending2 = max(pending2, _take(buf, end, key, follow2.get(key, 0), find, spans2))
-    return spans, pending, spans2, pending2
+    return spans, pending, spans2, pending2, len(spans) == first
 
 
 def _has_long_line(buf: bytes, end: int, limit: int) -> bool:
@@ -252,6 +278,22 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     ...                     (b"Failures:",), {b"Failures:": 1})), s.lines
     ([(2, b'NCCL x', 1), (3, b'Failures:', 2), (4, b'why', 2)], 5)
     """
+    for numbers, lines, which in iter_blocks2(stream, stats, keys, follow, keys2, follow2):
+        yield from zip(numbers, lines, repeat(1) if which is None else which)
+
+
+def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
+                 follow: Mapping[bytes, int], keys2: tuple[bytes, ...],
+                 follow2: Mapping[bytes, int]
+                 ) -> Iterator[tuple[list[int], list[bytes], Optional[list[int]]]]:
+    """:func:`iter_matching2` a block at a time: ``(line_numbers, lines, which)`` per chunk, where
+    ``which`` is None when every line is the first reader's alone (``which == 1``) and holds
+    ``keys[0]``, the common case: a caller can then take the whole block in C loops.
+
+    >>> s = InputStats("t")
+    >>> list(iter_blocks2(io.BytesIO(b"a\\nNCCL x\\nNCCL y\\nz"), s, (b"NCCL",), {}, (), {}))
+    [([2, 3], [b'NCCL x', b'NCCL y'], None)]
+    """
     lineno = 0
     pending = pending2 = 0
     limit = reader.MAX_LINE_BYTES
@@ -270,29 +312,39 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     for block, end in reader.line_blocks(stream, stats):
         if pending or pending2 or _has_long_line(block, end, limit):
             parts = block[:end].split(b"\n")
+            got: tuple[list[int], list[bytes], list[int]] = ([], [], [])
             for i, part in enumerate(parts, lineno + 1):
                 if len(part) > limit:
                     stats.truncated_lines += 1
                     part = part[:limit]
                 which = one(part)
                 if which:
-                    yield i, part, which
+                    got[0].append(i)
+                    got[1].append(part)
+                    got[2].append(which)
+            if got[0]:
+                yield got
             lineno += len(parts)
         else:
-            spans, pending, spans2, pending2 = _spans(block, end, keys, follow, keys2, follow2)
+            spans, pending, spans2, pending2, first = _spans(block, end, keys, follow, keys2,
+                                                             follow2)
             prev = 0
             if spans2:
+                got = ([], [], [])
                 for s in sorted(spans.keys() | spans2.keys()):
                     lineno += block.count(b"\n", prev, s)
                     prev = s
-                    yield (lineno + 1, block[s:spans[s] if s in spans else spans2[s]],
-                           (s in spans) | ((s in spans2) << 1))
+                    got[0].append(lineno + 1)
+                    got[1].append(block[s:spans[s] if s in spans else spans2[s]])
+                    got[2].append((s in spans) | ((s in spans2) << 1))
+                yield got
             elif spans:             # line numbers and lines made by C loops (map, accumulate)
                 starts = sorted(spans)
                 numbers = list(accumulate(map(block.count, repeat(b"\n"), [0] + starts[:-1],
                                               starts), initial=lineno + 1))
-                yield from zip(numbers[1:], map(block.__getitem__, map(slice, starts, map(
-                    spans.__getitem__, starts))), repeat(1))
+                numbers.pop(0)
+                yield numbers, list(map(block.__getitem__, map(slice, starts, map(
+                    spans.__getitem__, starts)))), None if first else [1] * len(starts)
                 lineno, prev = numbers[-1] - 1, starts[-1]
             lineno += block.count(b"\n", prev, end) + 1
     stats.lines = lineno

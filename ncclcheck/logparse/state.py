@@ -9,9 +9,11 @@ list kept here has a cap, so memory stays bounded however long the log is: the d
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
+from ncclcheck.logparse.block import DEFERRED, MAX_AGG, NOFACT, BlockMixin
 from ncclcheck.logparse.facts import Fact, parse_info, parse_version
 from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
@@ -57,13 +59,14 @@ _EXPORT = re.compile(r"(?<![\w$])(NCCL_[A-Z0-9_]{1,48})=[\"']?([^\s\"';]{1,128})
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 
 
-class LogState(FactsMixin):
+class LogState(FactsMixin, BlockMixin):
     """Everything learned from the lines fed so far.
 
     ``fast`` (the default) takes the shortcuts: the header cache of :meth:`feed_bytes` and the
     signature dispatch of :mod:`ncclcheck.signatures.dispatch`. ``LogState.fast = False`` feeds
     every line through the full parse and tries every signature on it: the reference the tests
-    hold the shortcuts to (same document, byte for byte).
+    hold the shortcuts to (same document, byte for byte). :meth:`feed_block` feeds many lines
+    at once; call :meth:`flush` after it, before reading the state.
     """
 
     fast = True
@@ -87,6 +90,12 @@ class LogState(FactsMixin):
         self._heads: dict[bytes, Proc] = {}                 # bytes before " NCCL INFO " -> proc
         self._facts: dict[Any, Any] = {}                    # memo of parse_info for Channel lines
         self._plain: dict[bytes, Any] = {}                  # INFO message -> its fact, see _info
+        self._agg: dict[bytes, Any] = {}                    # message that only counts -> fact
+        self._pending: Counter = Counter()                  # (proc, fact) -> lines, see block.py
+        self._deferring = False
+        self._heads_gen = 0                                 # headers taken again, or cleared
+        self._block: Any = None                             # the block feed_block is at
+        self._upto = self._at = 0
         self._overflow = Proc("(more processes)")
 
     # -- attribution ---------------------------------------------------------------------------
@@ -193,6 +202,16 @@ class LogState(FactsMixin):
                         except Exception as exc:  # noqa: BLE001 - see feed()
                             self._parse_error(file, lineno, exc)
                         return
+                if fact is None or fact[0] in DEFERRED:      # it only counts: see block.py
+                    if body not in self._agg:
+                        if len(self._agg) >= MAX_AGG:
+                            self._agg.clear()
+                        self._agg[body] = NOFACT if fact is None else fact
+                    if self._deferring:
+                        self._count_block()             # the block's lines before this one
+                        self._pending[(proc, NOFACT if fact is None else fact)] += 1
+                        self._last_proc[file] = proc
+                        return
                 proc.lines += 1
                 self._last_proc[file] = proc
                 if fact is not None:
@@ -240,8 +259,12 @@ class LogState(FactsMixin):
             if cut > 0:                                   # next time: straight to this process
                 if len(self._heads) >= MAX_HEADS:
                     self._heads.clear()
+                    self._heads_gen += 1
                 raw_head = line[:cut].encode("utf-8", "replace")
-                self._heads[head_key(raw_head, cut if len(raw_head) == cut else len(raw_head))] = proc
+                key = head_key(raw_head, cut if len(raw_head) == cut else len(raw_head))
+                if self._heads.get(key, proc) is not proc:   # feed_block looks again
+                    self._heads_gen += 1
+                self._heads[key] = proc
             self._info(proc, nl.msg, file, lineno, line)
             return
         proc.lines += 1

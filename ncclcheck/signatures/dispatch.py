@@ -40,6 +40,10 @@ def trie_pattern(words: list[str]) -> str:
     return emit(trie)
 
 
+MAX_MEMO = 4096                 #: texts memoised per dispatch; cleared when full
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
+
 class Dispatch:
     """The signatures of ``sigs`` that can match a line (see the module docstring)."""
 
@@ -48,9 +52,32 @@ class Dispatch:
         self.always = tuple(s for s in sigs if not s.keywords)
         words = sorted({k for s in sigs for k in s.keywords})
         self._search = re.compile(trie_pattern(words)).search if words else None
+        self._numbered = tuple(w for w in words if any(c.isdigit() for c in w))
+        self._memo: dict[bytes, tuple[Signature, ...]] = {}
 
     def __call__(self, text: str) -> tuple[Signature, ...]:
-        """The signatures to try on ``text``, in ``sigs`` order."""
+        """The signatures to try on ``text``, in ``sigs`` order.
+
+        Memoised on ``text`` with its ASCII digits made ``0`` (issue 24: PyTorch's lines differ
+        only in times and numbers, and the search costs ~7 us a line): a keyword without a digit
+        is in the text exactly when it is in that key. A text holding a keyword with a digit
+        (``[Errno 12]``) is not memoised.
+
+        >>> from ncclcheck.signatures import LINE_DISPATCH as d
+        >>> d("[I1261 12:06:11.6 ProcessGroupNCCL.cpp:1003] size: 128") is d("[I9 1:1:1.1 ProcessGroupNCCL.cpp:7] size: 2")
+        True
+        """
+        if any(w in text for w in self._numbered):
+            return self._find(text)
+        key = text.encode("utf-8", "surrogatepass").translate(_ZEROS)
+        got = self._memo.get(key)
+        if got is None:
+            if len(self._memo) >= MAX_MEMO:
+                self._memo.clear()
+            got = self._memo[key] = self._find(text)
+        return got
+
+    def _find(self, text: str) -> tuple[Signature, ...]:
         search = self._search
         if search is None or search(text) is None:
             return self.always

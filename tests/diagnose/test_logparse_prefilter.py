@@ -99,12 +99,14 @@ def test_a_key_whose_rarest_byte_is_absent_from_a_chunk_is_not_searched(monkeypa
     """The gate: ``CA '`` (gate byte ``'``) is not searched in a chunk without a quote; it is
     where there is one. Counted by wrapping the search of one key in a chunk, not timed."""
     searched = []
-    real = prefilter._take
 
-    def counting(buf, end, key, *rest):
-        searched.append(key)
-        return real(buf, end, key, *rest)
-    monkeypatch.setattr(prefilter, "_take", counting)
+    def counting(real):
+        def search(buf, end, key, *rest):
+            searched.append(key)
+            return real(buf, end, key, *rest)
+        return search
+    monkeypatch.setattr(prefilter, "_take", counting(prefilter._take))
+    monkeypatch.setattr(prefilter, "_take_lines", counting(prefilter._take_lines))  # keys[0]
     keys = (b"NCCL", b"CA '")
     list(iter_matching(io.BytesIO(b"step 1 loss 2\nh:1:2 [0] NCCL INFO x\n" * 50), InputStats("a"), keys))
     assert b"CA '" not in searched and b"NCCL" in searched
