@@ -400,25 +400,31 @@ def label_pod(c, tmp: Path):
         api.close()
 
 
-@pytest.fixture(scope="module")
-def runs(make_cluster, tmp_path_factory):
-    """Every run of the module, started together on one 4-node cluster; name -> result (or the
-    exception it raised)."""
-    c = make_cluster(4)
-    tmp = tmp_path_factory.mktemp("pods")
-    ssh_out = tmp / "bench.json"
-    # the pods' processes take this environment: a module fixture runs before conftest's
-    # per-test TMPDIR, and torchrun leaves torchelastic_* folders in the TMPDIR it gets
+@contextlib.contextmanager
+def pods_tmpdir(tmp: Path):
+    """The pods' processes take this environment: a module fixture runs before conftest's
+    per-test TMPDIR, and torchrun leaves torchelastic_* folders in the TMPDIR it gets."""
     (tmp / "tmp").mkdir()
     saved_tmpdir = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = str(tmp / "tmp")
     try:
-        return _run_all(c, tmp, ssh_out, tmp_path_factory)
+        yield
     finally:
         if saved_tmpdir is None:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved_tmpdir
+
+
+@pytest.fixture(scope="module")
+def runs(make_cluster, tmp_path_factory):
+    """Every run of the module but the hunts, started together on one 4-node cluster;
+    name -> result (or the exception it raised)."""
+    c = make_cluster(4)
+    tmp = tmp_path_factory.mktemp("pods")
+    ssh_out = tmp / "bench.json"
+    with pods_tmpdir(tmp):
+        return _run_all(c, tmp, ssh_out, tmp_path_factory)
 
 
 def _run_all(c, tmp, ssh_out, tmp_path_factory):
@@ -475,8 +481,9 @@ def hunts(make_cluster, tmp_path_factory):
             **{f"hunt-{api}": (lambda api=api: api_pods(c, api, "pairwise", nodes=4))
                for api in HUNT_APIS if api != "jobset"}}
     results: dict = {}
-    for name in jobs:
-        guarded(jobs, name, results)
+    with pods_tmpdir(tmp_path_factory.mktemp("hunts")):
+        for name in jobs:
+            guarded(jobs, name, results)
     return c, results
 
 
