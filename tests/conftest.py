@@ -55,6 +55,19 @@ def _turn(folder: Path, alone: bool):
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
+#: Whether the test running now runs by itself: marked ``alone`` under pytest-xdist, or any test
+#: without workers (see :func:`running_alone`).
+_ALONE_NOW = [True]
+
+
+def running_alone() -> bool:
+    """Whether the test being set up or run now has the machine to itself. The mark goes per
+    test: a module whose tests share a fixture may hold both timed and untimed tests, and a
+    fixture whose figures are timings of the shared CPU asserts this, so that it is never set up
+    by an untimed test running beside others (should the tests' order change)."""
+    return _ALONE_NOW[0]
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Under pytest-xdist (README's test command), each test's setup, call and teardown, module
@@ -64,8 +77,13 @@ def pytest_runtest_protocol(item, nextitem):
         return
     # The workers' base folders (popen-gwN) share their parent, inside pytest-of-*.
     folder = item.config._tmp_path_factory.getbasetemp().parent
-    with _turn(folder, item.get_closest_marker("alone") is not None):
-        yield
+    alone = item.get_closest_marker("alone") is not None
+    with _turn(folder, alone):
+        _ALONE_NOW[0] = alone
+        try:
+            yield
+        finally:
+            _ALONE_NOW[0] = True
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,11 @@ Open MPI's mpirun and pdsh, on a 2-node network-namespace cluster with 400 Mbit/
 
 The node names (``node1``, ``node2``) resolve nowhere but in Slurm's NodeAddr, as on clusters
 whose node names are Slurm's own. torchrun across two nodes: tests/bench/test_torchrun.py.
+
+Two tests are marked ``alone``: one holds a run's bandwidth to the link's rate, one a failure to
+a bound (30 s) of twice its deadline (15 s). The others assert no timing of the shared CPU, or a
+bound many times what the command takes (a failure before torch is imported), and run beside
+other tests.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster, slurm_cluster  # noqa: F401  (module-scoped fixtures)
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 RATE_GBPS = 400e6 / 8 / 1e9  # the links' 400 Mbit/s in GB/s
@@ -62,6 +67,7 @@ def warning_lines(stderr: str) -> list[str]:
             if re.search(r"Warning|^\[W|^  \S", ln)]
 
 
+@pytest.mark.alone
 def test_srun_bench_with_no_flags_resolves_the_node_through_slurm(slurm_cluster):
     c, env = slurm_cluster
     out, _ = run(["srun", "-N2", BIN, "bench", *SMALL, "--json"], env)
@@ -85,6 +91,7 @@ def test_srun_bench_with_an_address_that_never_resolves_fails_fast_naming_it(slu
     assert no_leftovers(c) == []
 
 
+@pytest.mark.alone
 def test_srun_bench_with_an_address_of_the_wrong_node_fails_within_the_deadline(slurm_cluster):
     c, env = slurm_cluster
     other = c.nodes[1].addr  # rank 0 runs on node1: nobody listens on node2's address

@@ -18,7 +18,10 @@ import pytest
 from ncclcheck.bench.formulas import OPS
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.alone, pytest.mark.slow, pytest.mark.torch]
+#: No test here is marked ``alone``: none asserts a timing of the shared CPU. The killed rank's
+#: bound (30 s) is many times what its failure takes (the agent sees its child die), and the
+#: streamed rows are held to the order of events, not to a rate.
+pytestmark = [pytest.mark.slow, pytest.mark.torch]
 
 SMALL = ["-b", "1K", "-e", "64K", "-f", "8", "-n", "3", "-w", "1", "--timeout", "30"]
 
@@ -77,9 +80,7 @@ def compare_run(folder: Path) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def side_by_side(tmp_path_factory):
     """The runs whose tests assert no timing of the shared CPU, two at a time, all finished
-    before the first test that asks for them goes on (so none overlaps the clean run or the
-    killed rank): {name: (its folder, its result)}. The clean run and the killed rank run
-    alone: they are held to timings."""
+    before the first test that asks for them goes on: {name: (its folder, its result)}."""
     folders = {name: tmp_path_factory.mktemp(name)
                for name in ("badif", "all_reduce", "compare")}
     jobs: dict[str, Any] = {

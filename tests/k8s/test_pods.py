@@ -11,8 +11,10 @@ GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as ov
 of ``k8s render pairwise --api API --nodes 4`` against the hunt over ssh (the MPIJob launcher's
 ``bench --pairwise --hostfile``, the one reference for all). One 4-node cluster serves the
 module: the 2-node runs use its first two nodes. The runs start together from one module
-fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU);
-the hunts run after them, one at a time, so no other run's load makes a pair slow. Each test
+fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU),
+and beside other tests: none of them asserts a timing. The hunts' verdicts are timings of the
+shared CPU: they run after them, one at a time, in the module's only tests marked ``alone``, so
+no other run's load makes a pair slow. Each test
 then checks what differs between the APIs: how its pods found their node rank, node count and
 master. Runs under Intel MPI's or MPICH's mpirun use Hydra installs (:data:`HYDRAS`).
 """
@@ -32,14 +34,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from conftest import needs_netns
+from conftest import needs_netns, running_alone
 from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 from ncclcheck.k8s.apis import render
 from ncclcheck.k8s.render import RenderOptions
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 IMAGE = "ghcr.io/example/ncclcheck:0.1"
@@ -398,25 +400,31 @@ def label_pod(c, tmp: Path):
         api.close()
 
 
-@pytest.fixture(scope="module")
-def runs(make_cluster, tmp_path_factory):
-    """Every run of the module, started together on one 4-node cluster; name -> result (or the
-    exception it raised)."""
-    c = make_cluster(4)
-    tmp = tmp_path_factory.mktemp("pods")
-    ssh_out = tmp / "bench.json"
-    # the pods' processes take this environment: a module fixture runs before conftest's
-    # per-test TMPDIR, and torchrun leaves torchelastic_* folders in the TMPDIR it gets
+@contextlib.contextmanager
+def pods_tmpdir(tmp: Path):
+    """The pods' processes take this environment: a module fixture runs before conftest's
+    per-test TMPDIR, and torchrun leaves torchelastic_* folders in the TMPDIR it gets."""
     (tmp / "tmp").mkdir()
     saved_tmpdir = os.environ.get("TMPDIR")
     os.environ["TMPDIR"] = str(tmp / "tmp")
     try:
-        return _run_all(c, tmp, ssh_out, tmp_path_factory)
+        yield
     finally:
         if saved_tmpdir is None:
             os.environ.pop("TMPDIR", None)
         else:
             os.environ["TMPDIR"] = saved_tmpdir
+
+
+@pytest.fixture(scope="module")
+def runs(make_cluster, tmp_path_factory):
+    """Every run of the module but the hunts, started together on one 4-node cluster;
+    name -> result (or the exception it raised)."""
+    c = make_cluster(4)
+    tmp = tmp_path_factory.mktemp("pods")
+    ssh_out = tmp / "bench.json"
+    with pods_tmpdir(tmp):
+        return _run_all(c, tmp, ssh_out, tmp_path_factory)
 
 
 def _run_all(c, tmp, ssh_out, tmp_path_factory):
@@ -440,28 +448,42 @@ def _run_all(c, tmp, ssh_out, tmp_path_factory):
         jobs["mpijob"] = lambda: mpijob_bench(c, tmp_path_factory.mktemp("mpijob"))
         jobs["mpijob-rank"] = lambda: mpijob_rank(c, tmp_path_factory.mktemp("mpirank"))
     results: dict = {}
-
-    def guarded(name):
-        started = time.monotonic()
-        try:
-            results[name] = jobs[name]()
-        except Exception as exc:  # noqa: BLE001 - the test that reads it fails with it
-            results[name] = exc
-        print(f"test_pods: {name} took {time.monotonic() - started:.1f} s", file=sys.stderr)
-
     with ThreadPoolExecutor(AT_ONCE) as pool:
-        list(pool.map(guarded, jobs))
-    # the hunts, alone. The reference over ssh is the MPIJob launcher's, README's
-    # ``bench --pairwise --hostfile`` on the operator's hostfile: one hunt over ssh for all
+        list(pool.map(lambda name: guarded(jobs, name, results), jobs))
+    results["ssh-doc"] = json.loads(ssh_out.read_text()) if ssh_out.exists() else None
+    cluster = tmp / "cluster.json"
+    results["probe-ssh-doc"] = json.loads(cluster.read_text()) if cluster.exists() else None
+    return c, results
+
+
+def guarded(jobs: dict, name: str, results: dict) -> None:
+    """``results[name]``: what job ``name`` returned, or the exception it raised (the test that
+    reads it fails with it)."""
+    started = time.monotonic()
+    try:
+        results[name] = jobs[name]()
+    except Exception as exc:  # noqa: BLE001 - the test that reads it fails with it
+        results[name] = exc
+    print(f"test_pods: {name} took {time.monotonic() - started:.1f} s", file=sys.stderr)
+
+
+@pytest.fixture(scope="module")
+def hunts(make_cluster, tmp_path_factory):
+    """The 4-node hunts, one at a time, with nothing else running on the machine (only the
+    hunts' tests are marked ``alone``: a hunt's verdicts are timings of the shared CPU, where
+    every other run of the module asserts none and runs beside other tests). The reference
+    over ssh is the MPIJob launcher's, README's ``bench --pairwise --hostfile`` on the
+    operator's hostfile: one hunt over ssh for all."""
+    assert running_alone(), "the hunts are timings: set up only by a test marked alone"
+    c = make_cluster(4)
     jobs = {"hunt-mpijob": lambda: mpijob_hunt(c, tmp_path_factory.mktemp("mpihunt")),
             "hunt-jobset": lambda: api_pods(c, "jobset", "pairwise", nodes=4, host_network=True),
             **{f"hunt-{api}": (lambda api=api: api_pods(c, api, "pairwise", nodes=4))
                for api in HUNT_APIS if api != "jobset"}}
-    for name in jobs:
-        guarded(name)
-    results["ssh-doc"] = json.loads(ssh_out.read_text()) if ssh_out.exists() else None
-    cluster = tmp / "cluster.json"
-    results["probe-ssh-doc"] = json.loads(cluster.read_text()) if cluster.exists() else None
+    results: dict = {}
+    with pods_tmpdir(tmp_path_factory.mktemp("hunts")):
+        for name in jobs:
+            guarded(jobs, name, results)
     return c, results
 
 
@@ -674,24 +696,26 @@ def hunt_over_ssh(results) -> dict:
     return json.loads(out)
 
 
-def test_four_node_hunt_of_the_mpijob_launcher_is_the_hunt_over_ssh(runs):
+@pytest.mark.alone
+def test_four_node_hunt_of_the_mpijob_launcher_is_the_hunt_over_ssh(hunts):
     """The MPIJob hunt as rendered: its launcher's ``bench --pairwise --hostfile
     /etc/mpi/hostfile --nodes 4`` over ssh to the workers (README's hunt over ssh, on the
     operator's Open MPI hostfile), with the hunt's defaults: every node ok, named as the
     hostfile names it."""
-    c, _, results = result(runs, "hunt-mpijob")
+    c, _, results = result(hunts, "hunt-mpijob")
     doc = hunt_over_ssh(results)
     assert [n["host"] for n in doc["nodes"]] == c.addrs
     assert [n["status"] for n in doc["nodes"]] == ["ok"] * 4
     assert doc["slow_nodes"] == [] and doc["failed"] == []
 
 
+@pytest.mark.alone
 @pytest.mark.parametrize("api", HUNT_APIS)
-def test_four_node_hunt_in_the_pods_of_each_api_matches_the_hunt_over_ssh(runs, api):
+def test_four_node_hunt_in_the_pods_of_each_api_matches_the_hunt_over_ssh(hunts, api):
     """README's hunt (``k8s render pairwise --api API --nodes 4``; JobSet's with
     ``--host-network``) in 4 pods gives the same verdicts, all ok, as the hunt over ssh, both
     with the hunt's defaults."""
-    c, pods, results = result(runs, f"hunt-{api}")
+    c, pods, results = result(hunts, f"hunt-{api}")
     over_ssh = hunt_over_ssh(results)
     all_ok(pods)
     in_pods = json.loads(pods[0][1])

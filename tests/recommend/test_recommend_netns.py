@@ -15,12 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import needs_netns
+from conftest import needs_netns, running_alone
 from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 from ncclcheck.envformat import parse_env_text
 
-pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, needs_netns]
+#: The steps are tests in order, sharing one cluster and each step's files. Only the bench step
+#: is marked ``alone``: which link measures faster is a timing of the shared CPU; probe,
+#: recommend and the verification assert none, and run beside other tests.
+pytestmark = [pytest.mark.netns, pytest.mark.slow, needs_netns]
 REPO = Path(__file__).resolve().parent.parent.parent
 NEVER = {"docker0", "mgmt0", "lo"}
 
@@ -41,15 +44,55 @@ def cluster(make_cluster):  # noqa: F811
                         fake_docker0=True)
 
 
-def test_probe_recommend_bench_verify(cluster, tmp_path):
+@pytest.fixture(scope="module")
+def probed(cluster, tmp_path_factory):
+    """Step 1, probe over ssh, with an unreachable host added to the hostfile: its folder, the
+    finished process, the cluster document's and the facts folder's paths."""
+    tmp_path = tmp_path_factory.mktemp("recommend")
     hostfile = tmp_path / "hosts"
     hostfile.write_text(Path(cluster.hostfile).read_text() + f"{cluster.unreachable_addr}\n")
     cluster_json, facts_dir = tmp_path / "cluster.json", tmp_path / "facts"
-
-    # 1. facts from every node over ssh; the unreachable host is listed, the others kept
     out = ncclcheck("probe", "--hostfile", str(hostfile), "--ssh-config", cluster.ssh_config,
                     "--connect-timeout", "2", "--timeout", "30", "-o", str(cluster_json),
                     "--out-dir", str(facts_dir))
+    return tmp_path, out, cluster_json, facts_dir
+
+
+@pytest.fixture(scope="module")
+def measured(cluster, probed, tie):
+    """Step 3, each candidate measured with bench --compare, then recommend with that run's
+    results: (the bench document's path, recommend's process, the env file's path). Its figures
+    are timings of the shared CPU: set up only by the test marked alone."""
+    assert running_alone(), "bench --compare's figures are timings: set up only in an alone test"
+    tmp_path, _, cluster_json, _ = probed
+    bench_json = tmp_path / "bench.json"
+    out = ncclcheck("bench", "--hostfile", cluster.hostfile, "--ssh-config", cluster.ssh_config,
+                    "-b", "1M", "-e", "1M", "-w", "1", "-n", "3", "--timeout", "60",
+                    "--compare", *tie["files"], "-o", str(bench_json), timeout=150)
+    assert out.returncode == 0, out.stderr[-2000:]
+    final = tmp_path / "nccl.env"
+    out = ncclcheck("recommend", "--probe", str(cluster_json), "--bench", str(bench_json),
+                    "-o", str(final))
+    return bench_json, out, final
+
+
+@pytest.fixture(scope="module")
+def recommended(probed):
+    """Step 2, recommend from the facts, writing the tie's candidate files: its process."""
+    tmp_path, _, cluster_json, _ = probed
+    return ncclcheck("recommend", "--probe", str(cluster_json), "--candidates-dir",
+                     str(tmp_path / "candidates"), "--format", "json")
+
+
+@pytest.fixture(scope="module")
+def tie(recommended):
+    assert recommended.returncode == 0, recommended.stderr
+    return json.loads(recommended.stdout)["ties"][0]
+
+
+def test_probe_lists_the_unreachable_host_and_keeps_the_others(cluster, probed):
+    # 1. facts from every node over ssh; the unreachable host is listed, the others kept
+    _, out, cluster_json, facts_dir = probed
     assert out.returncode == 1, out.stderr  # a node failed
     doc = json.loads(cluster_json.read_text())
     assert sorted(n["hostname"] for n in doc["nodes"]) == ["node1", "node2"]
@@ -58,10 +101,11 @@ def test_probe_recommend_bench_verify(cluster, tmp_path):
     assert len(list(facts_dir.glob("*.json"))) == 2
     assert "FAILED" in out.stderr and cluster.unreachable_addr in out.stderr
 
+
+def test_recommend_lists_both_links_and_names_the_tie(probed, recommended):
     # 2. recommend from the facts: both links qualify, nothing else; the tie is reported
-    cands = tmp_path / "candidates"
-    out = ncclcheck("recommend", "--probe", str(cluster_json), "--candidates-dir", str(cands),
-                    "--format", "json")
+    _, _, cluster_json, _ = probed
+    out = recommended
     assert out.returncode == 0, out.stderr
     rec = json.loads(out.stdout)
     assert names(rec["env"]["NCCL_SOCKET_IFNAME"]) == {"fast0", "slow0"}
@@ -71,21 +115,22 @@ def test_probe_recommend_bench_verify(cluster, tmp_path):
     assert not names(parse_env_text(env_text)["NCCL_SOCKET_IFNAME"]) & NEVER
     assert "NCCL_SOCKET_IFNAME==fast0,slow0" in env_text
 
+
+@pytest.mark.alone
+def test_bench_compare_decides_the_tie_for_the_fast_link(measured):
     # 3. measure each candidate with bench --compare; recommend keeps the fastest
-    bench_json = tmp_path / "bench.json"
-    out = ncclcheck("bench", "--hostfile", cluster.hostfile, "--ssh-config", cluster.ssh_config,
-                    "-b", "1M", "-e", "1M", "-w", "1", "-n", "3", "--timeout", "60",
-                    "--compare", *tie["files"], "-o", str(bench_json), timeout=150)
-    assert out.returncode == 0, out.stderr[-2000:]
-    final = tmp_path / "nccl.env"
-    out = ncclcheck("recommend", "--probe", str(cluster_json), "--bench", str(bench_json),
-                    "-o", str(final))
+    _, out, final = measured
     assert out.returncode == 0, out.stderr
     env = parse_env_text(final.read_text())
     assert env["NCCL_SOCKET_IFNAME"] == "=fast0"
     assert "decided by bench" in out.stderr
 
+
+def test_the_env_file_reads_as_meant_and_verifies_on_a_node(cluster, probed, measured):
     # 4. bash, python-dotenv and NCCL itself (inside node1, where fast0 exists) read it as meant
+    _, _, cluster_json, _ = probed
+    bench_json, _, final = measured
+    tmp_path = final.parent
     bash = subprocess.run(["bash", "-c", 'set -a; . "$1"; printf %s "$NCCL_SOCKET_IFNAME"',
                            "bash", str(final)], capture_output=True, text=True, timeout=30, check=False)
     assert bash.stdout == "=fast0"
