@@ -11,10 +11,12 @@ GPU slot a pod: the namespace nodes have no GPU, so a pod is one CPU rank, as ov
 of ``k8s render pairwise --api API --nodes 4`` against the hunt over ssh (the MPIJob launcher's
 ``bench --pairwise --hostfile``, the one reference for all). One 4-node cluster serves the
 module: the 2-node runs use its first two nodes. The runs start together from one module
-fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU),
-and beside other tests: none of them asserts a timing. The hunts' verdicts are timings of the
-shared CPU: they run after them, one at a time, in the module's only tests marked ``alone``, so
-no other run's load makes a pair slow. Each test
+fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU).
+None of them asserts a timing, but the whole module stays ``alone``: its runs start up to 3
+benches' ranks at once, and bench's rank 0 waits 15 s (bench/meet.py DEADLINE_S) for the others
+after its own torch import, which a run beside other tests missed once (lws, load 5-10). The
+hunts' verdicts are timings of the shared CPU: they run after them, one at a time, so no other
+run's load makes a pair slow. Each test
 then checks what differs between the APIs: how its pods found their node rank, node count and
 master. Runs under Intel MPI's or MPICH's mpirun use Hydra installs (:data:`HYDRAS`).
 """
@@ -41,7 +43,7 @@ from ncclcheck.k8s.apis import render
 from ncclcheck.k8s.render import RenderOptions
 
 pytest.importorskip("torch")
-pytestmark = [pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
+pytestmark = [pytest.mark.alone, pytest.mark.netns, pytest.mark.slow, pytest.mark.torch, needs_netns]
 
 BIN = str(Path(sys.executable).parent / "ncclcheck")
 IMAGE = "ghcr.io/example/ncclcheck:0.1"
