@@ -181,6 +181,13 @@ def test_unexpected_errors_in_a_worker_are_raised_as_one_process_raises_them(
     assert psutil.Process().children() == []
 
 
+def _sigint_as_in_a_terminal() -> None:
+    """SIGINT's default action, as a command started from a terminal has it: a suite started in
+    the background by a non-interactive shell (``cmd &``) has SIGINT ignored, every child inherits
+    that, and Python then installs no KeyboardInterrupt handler (the test saw exit 0)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(pool.cpus() < 2, reason="one CPU: no workers")
 def test_ctrl_c_during_a_pooled_read_exits_130_and_leaves_no_process(tmp_path):
     # the real command, as README shows it: enough dumps for the pool, and slow enough to stop
@@ -188,14 +195,12 @@ def test_ctrl_c_during_a_pooled_read_exits_130_and_leaves_no_process(tmp_path):
     folder.mkdir()
     es = [entry(s) for s in range(1, 2001)]
     (folder / "nccl_trace_rank_0").write_bytes(pickle.dumps(dump(es, "[0]"), protocol=2))
-    # 4,096 ranks (hard links: no disk): ~50 CPU-s of reading, so the read is still going when
-    # the test, slowed by a loaded box, sends Ctrl-C (with 512, a CI run under load saw it end
-    # first: exit 0); stopped at once, they cost nothing more
+    # 4,096 ranks (hard links: no disk): ~50 CPU-s of reading, still going when Ctrl-C comes
     for r in range(1, max(inputs.PARALLEL_MIN * 4, 4096)):
         os.link(folder / "nccl_trace_rank_0", folder / f"nccl_trace_rank_{r}")
     proc = subprocess.Popen([sys.executable, "-m", "ncclcheck", "diagnose", str(folder)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_as_in_a_terminal)
     me = psutil.Process(proc.pid)
     workers: list[psutil.Process] = []
     deadline = time.monotonic() + 60
