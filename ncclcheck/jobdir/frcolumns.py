@@ -39,6 +39,21 @@ _RECORD = operator.itemgetter("record_id")
 _BEGUN = ("started", "completed")
 
 
+def state_columns(states: list[str]) -> tuple[bytearray, bytearray]:
+    """``(done, began)``: one byte per entry of its ``state`` ("scheduled", "started",
+    "completed"), the whole column at once where every entry has one state (gloo: "scheduled"
+    throughout).
+
+    >>> state_columns(["completed", "started", "scheduled"])
+    (bytearray(b'\\x01\\x00\\x00'), bytearray(b'\\x01\\x01\\x00'))
+    """
+    n = len(states)
+    if states.count(states[0]) == n:
+        return bytearray((states[0] == "completed",)) * n, bytearray((states[0] in _BEGUN,)) * n
+    return (bytearray(map(operator.eq, states, itertools.repeat("completed"))),
+            bytearray(map(operator.contains, itertools.repeat(_BEGUN), states)))
+
+
 def sig_of(entry: dict[str, Any]) -> tuple[str, str, str, str]:
     """What ranks must agree on at one collective: op, input sizes and dtypes, output sizes."""
     return (str(entry.get("profiling_name", "?")).partition(":")[2] or "?",
@@ -132,12 +147,7 @@ def fill(pg: Any, picked: list[Optional[dict[str, Any]]], sigs: Any,
             states = list(map(_STATE, present))
             pg.record = array("i", map(_RECORD, present))
             pg.sig = array("i", ids)
-            if states.count(states[0]) == n:          # gloo: "scheduled" throughout
-                pg.done = bytearray((states[0] == "completed",)) * n
-                pg.began = bytearray((states[0] in _BEGUN,)) * n
-            else:
-                pg.done = bytearray(map(operator.eq, states, itertools.repeat("completed")))
-                pg.began = bytearray(map(operator.contains, itertools.repeat(_BEGUN), states))
+            pg.done, pg.began = state_columns(states)
             pg.stack = array("i", [-1]) * n
             pg.wait_ms = array("d", [_ms(e) for e in present] if reliable else [-1.0] * n)
             return

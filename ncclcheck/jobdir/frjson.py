@@ -32,7 +32,7 @@ import re
 from array import array
 from typing import Any, Optional
 
-from ncclcheck.jobdir.frcolumns import sig_of
+from ncclcheck.jobdir.frcolumns import sig_of, state_columns
 
 _MASK = bytes.maketrans(b"0123456789", b"1111111111")
 _INT = re.compile(rb"-?1+")                     # an integer, in a shape
@@ -52,7 +52,6 @@ MAX_NEW = 64            #: shapes of one dump not seen before: more, and the dum
 #: shape -> (getter of :data:`FIELDS`, offsets of the first digits of its numbers); None: such
 #: an entry is not read here
 _PLANS: dict[bytes, Any] = {}
-_BEGUN = ("started", "completed")
 
 
 def _value_end(s: bytes, i: int) -> int:
@@ -149,12 +148,7 @@ class Columns:
         states = list(map(texts.__getitem__, self.state))
         pg.record = self.record
         pg.sig = array("i", self._sig_ids(sigs))
-        if states.count(states[0]) == n:
-            pg.done = bytearray((states[0] == "completed",)) * n
-            pg.began = bytearray((states[0] in _BEGUN,)) * n
-        else:
-            pg.done = bytearray(map(operator.eq, states, itertools.repeat("completed")))
-            pg.began = bytearray(map(operator.contains, itertools.repeat(_BEGUN), states))
+        pg.done, pg.began = state_columns(states)
         pg.stack = array("i", [-1]) * n
         pg.wait_ms = array("d", list(map(self._ms, self.start, self.end)) if reliable
                            else [-1.0] * n)
