@@ -7,8 +7,13 @@ import os
 
 import pytest
 
-from ncclcheck.host import (MAX_READ_BYTES, LiveHost, QueryFailed, RecordedHost, RecordingHost,
-                            command_key, filter_environ)
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.envfilter import filter_environ
+from ncclcheck.host.keys import command_key
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
+from ncclcheck.host.recording import RecordingHost
+from ncclcheck.rootpaths import MAX_READ_BYTES
 
 
 @pytest.fixture
@@ -190,9 +195,12 @@ def test_native_queries_do_not_import_the_host():
 
 
 def test_query_failed_is_one_type_everywhere(tmp_path):
-    """Old imports keep working: ncclcheck.host re-exports the error that lives in errors.py."""
+    """One type, one import path: the error lives in errors.py, and ncclcheck.host (once a door
+    re-exporting it) no longer hands out a second name for it (issue 29)."""
     from ncclcheck import errors, host
+    from ncclcheck.host import protocol
 
-    assert QueryFailed is errors.QueryFailed is host.QueryFailed
+    assert QueryFailed is errors.QueryFailed
+    assert not hasattr(host, "QueryFailed") and not hasattr(protocol, "QueryFailed")
     with pytest.raises(errors.QueryFailed, match="nvml: not recorded"):
         RecordedHost(tmp_path).query("nvml")

@@ -26,10 +26,8 @@ from ncclcheck.bench import transport
 from ncclcheck.bench.document import bench_document, footer_averages
 from ncclcheck.bench.formulas import OPS, Op, get_op
 from ncclcheck.errors import BadInput
-from ncclcheck.logparse.nccltests import (  # noqa: F401 - the parser, re-exported
-    AbsurdNumber,
+from ncclcheck.logparse.nccltests import (
     parse_nccl_tests,
-    parse_row,
 )
 
 

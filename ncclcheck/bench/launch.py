@@ -36,18 +36,12 @@ from typing import Any
 
 from ncclcheck.bench.environ import nccl_debug_env, rank_env, rendezvous
 from ncclcheck.bench.formulas import OPS
-from ncclcheck.bench.monitor import Failure, Monitor  # noqa: F401  (re-exported)
-from ncclcheck.bench.options import (  # noqa: F401  (re-exported: bench's callers import them here)
-    CONSEQUENCE_RE,
-    FAILURE_GRACE_S,
+from ncclcheck.bench.monitor import Monitor
+from ncclcheck.bench.options import (
     INSTALL_HINT,
-    STALL_MARGIN_S,
-    STOP_WAIT_S,
     BenchOptions,
     Progress,
-    ops_between_beats,
     run_deadline,
-    stall_limit,
     torch_available,
 )
 from ncclcheck.errors import BadInput, NcclcheckError
@@ -111,7 +105,7 @@ def run_in_launcher(opts: BenchOptions, launcher: str, progress: Progress) -> di
     except NcclcheckError as exc:
         raise NcclcheckError(f"{where}: {exc}{kept}") from None
     except Exception as exc:  # noqa: BLE001 - a collective or rendezvous failure: one line
-        from ncclcheck.bench.worker import one_line
+        from ncclcheck.bench.rankenv import one_line
 
         raise NcclcheckError(f"{where}: {one_line(exc)}{kept}") from None
     finally:
@@ -142,6 +136,7 @@ def _check_address_before_torch(ident: dict[str, Any], environ: dict[str, str],
 def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress) -> dict | None:
     """Import torch and run the sweep as this rank (library output already goes to its log)."""
     from ncclcheck.bench import worker
+    from ncclcheck.bench.rankenv import RankFailure
 
     backend = opts.backend
     if backend == "auto":
@@ -157,7 +152,7 @@ def _run_this_rank(opts: BenchOptions, ident: dict[str, Any], progress: Progress
 
     try:
         return worker.run_rank(opts.worker_spec(backend), ident, emit)
-    except worker.RankFailure as exc:
+    except RankFailure as exc:
         raise NcclcheckError(str(exc)) from None
 
 

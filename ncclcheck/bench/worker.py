@@ -36,22 +36,16 @@ import torch
 import torch.distributed as dist
 
 from ncclcheck.bench import collective, meet, transport
-from ncclcheck.bench.collective import (  # noqa: F401  (re-exported: the worker's parts)
-    CHECK_CHUNK,
-    Collective,
-    pattern,
-    rank_sum,
-)
+from ncclcheck.bench.collective import Collective
 from ncclcheck.bench.document import TIME_BASIS, bench_document, make_row, placement_result
 from ncclcheck.bench.environ import rank_env
 from ncclcheck.bench.formulas import OPS, Op, per_rank_count, size_column
-from ncclcheck.bench.rankenv import (  # noqa: F401  (re-exported: the worker's parts)
+from ncclcheck.bench.rankenv import (
     RankFailure,
     _die_with_parent,
     choose_gloo_interface,
     effective_env,
     one_line,
-    own_nccl_log,
     own_transport,
 )
 from ncclcheck.bench.sweep import check_modulus, get_dtype

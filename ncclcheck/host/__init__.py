@@ -25,7 +25,7 @@ Three implementations share that surface:
 
 Every host keeps ``sources``, the ordered list of what was read or run.
 
-The code lives in one file per job; this module is the one door, re-exporting all of it:
+The code lives in one file per job, and each name is imported from the module that defines it:
 
 * :mod:`ncclcheck.host.protocol`: the :class:`Host` surface, :class:`CommandResult`,
   :class:`Unavailable` (and :class:`~ncclcheck.errors.QueryFailed`).
@@ -36,22 +36,3 @@ The code lives in one file per job; this module is the one door, re-exporting al
 * :mod:`ncclcheck.host.live`, :mod:`ncclcheck.host.recorded`, :mod:`ncclcheck.host.recording`:
   the three hosts.
 """
-
-from __future__ import annotations
-
-from ncclcheck.errors import QueryFailed
-from ncclcheck.host.envfilter import (CREDENTIALS, ENV_ALLOW_NAMES, ENV_ALLOW_PREFIXES, env_allowed,
-                                      filter_environ, hide_credentials)
-from ncclcheck.host.keys import command_key, file_key, query_key
-from ncclcheck.host.live import LiveHost
-from ncclcheck.host.protocol import DEFAULT_TIMEOUT_S, CommandResult, Host, Unavailable
-from ncclcheck.host.recorded import RecordedHost
-from ncclcheck.host.recording import RecordingHost
-from ncclcheck.rootpaths import MAX_READ_BYTES, MAX_SYMLINK_HOPS, follow_links, read_regular, rel
-
-__all__ = [
-    "CREDENTIALS", "DEFAULT_TIMEOUT_S", "ENV_ALLOW_NAMES", "ENV_ALLOW_PREFIXES", "MAX_READ_BYTES",
-    "MAX_SYMLINK_HOPS", "CommandResult", "Host", "LiveHost", "QueryFailed", "RecordedHost",
-    "RecordingHost", "Unavailable", "command_key", "env_allowed", "file_key", "filter_environ",
-    "follow_links", "hide_credentials", "query_key", "read_regular", "rel",
-]

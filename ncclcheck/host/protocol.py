@@ -1,13 +1,12 @@
-"""What probes may use of a host: the :class:`Host` surface, command results, the two errors."""
+"""What probes may use of a host: the :class:`Host` surface, command results, :class:`Unavailable`
+(the other error, :class:`~ncclcheck.errors.QueryFailed`, lives in :mod:`ncclcheck.errors`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ncclcheck.errors import QueryFailed
-
-__all__ = ["DEFAULT_TIMEOUT_S", "CommandResult", "Host", "QueryFailed", "Unavailable"]
+__all__ = ["DEFAULT_TIMEOUT_S", "CommandResult", "Host", "Unavailable"]
 
 DEFAULT_TIMEOUT_S = 5.0
 

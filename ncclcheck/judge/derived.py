@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Iterable
 
-from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.envformat import DEBUG_VARS
-from ncclcheck.judge.derived_base import (  # noqa: F401 - plural, multi_node re-exported
+from ncclcheck.judge.derived_base import (
     _by_host,
     _raise,
     multi_node,
@@ -38,6 +37,8 @@ from ncclcheck.judge.derived_hosts import (
     check_mixed_vendors,
     check_version_hints,
 )
+from ncclcheck.logparse.proc import Proc
+from ncclcheck.logparse.state import LogState
 from ncclcheck.signatures.interface import (
     LOCAL_ADDRESS,
     VIRTUAL_IFACE,

@@ -18,9 +18,7 @@ from ncclcheck.logparse.facts import Fact, parse_info, parse_version
 from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
 from ncclcheck.logparse.prefix import Prefix, parse_prefix
-from ncclcheck.logparse.proc import (  # noqa: F401  (re-exported: the state's parts)
-    EVIDENCE_CHARS,
-    MAX_EVIDENCE,
+from ncclcheck.logparse.proc import (
     MAX_LIST,
     MAX_SET,
     FindingAcc,
@@ -28,15 +26,9 @@ from ncclcheck.logparse.proc import (  # noqa: F401  (re-exported: the state's p
     Proc,
     evidence,
 )
-from ncclcheck.signatures import (
-    INFO_DISPATCH,
-    INFO_SIGNATURES,
-    INFO_STARTS,
-    LINE_DISPATCH,
-    LINE_SIGNATURES,
-    Detail,
-    Signature,
-)
+from ncclcheck.signatures import (INFO_DISPATCH, INFO_SIGNATURES, INFO_STARTS, LINE_DISPATCH,
+                                  LINE_SIGNATURES)
+from ncclcheck.signatures.base import Detail, Signature
 from ncclcheck.signatures.rdma import RDMA_DEVICE
 
 MAX_PROCS = 8192            #: processes tracked individually

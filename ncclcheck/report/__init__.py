@@ -1,6 +1,7 @@
 """``ncclcheck report``: one self-contained page (HTML, or Markdown for an issue) from documents.
 
-The flow is three steps, each usable alone::
+The flow is three steps, each usable alone (:func:`~.documents.load_documents`,
+:func:`~.view.build_view`, :func:`~.page.render`)::
 
     docs = load_documents(["facts-a.json", "bench.json"])  # schema-checked, or one BadInput line
     view = build_view(docs)                                 # plain data: str/int/float/list/dict
@@ -18,12 +19,3 @@ Modules: :mod:`~.documents` (loading), :mod:`~.cells` (formatting and outliers),
 :mod:`~.findings`, :mod:`~.advice` (recommendations), :mod:`~.runs` (bench), :mod:`~.transport`
 (what NCCL used, diagnoses), :mod:`~.view` (the whole page as data), :mod:`~.page` (Jinja2).
 """
-
-from __future__ import annotations
-
-from ncclcheck.report.documents import KINDS, load_documents
-from ncclcheck.report.page import FORMATS, format_for, make_report, render
-from ncclcheck.report.view import build_view
-
-__all__ = ["KINDS", "FORMATS", "load_documents", "build_view", "render", "make_report",
-           "format_for"]

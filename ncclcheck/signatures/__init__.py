@@ -24,7 +24,7 @@ from ncclcheck.signatures import (
                                   torch,
                                   version,
 )
-from ncclcheck.signatures.base import SEVERITIES, Detail, Signature
+from ncclcheck.signatures.base import Signature
 from ncclcheck.signatures.dispatch import Dispatch
 
 _FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
@@ -46,5 +46,5 @@ INFO_STARTS: tuple[str, ...] = tuple(p for s in INFO_SIGNATURES for p in s.info_
 LINE_DISPATCH = Dispatch(LINE_SIGNATURES)
 INFO_DISPATCH = Dispatch(INFO_SIGNATURES)
 
-__all__ = ["BY_ID", "DERIVED_SIGNATURES", "Detail", "INFO_DISPATCH", "INFO_SIGNATURES", "INFO_STARTS",
-           "LINE_DISPATCH", "LINE_SIGNATURES", "SEVERITIES", "Signature"]
+__all__ = ["BY_ID", "DERIVED_SIGNATURES", "INFO_DISPATCH", "INFO_SIGNATURES", "INFO_STARTS",
+           "LINE_DISPATCH", "LINE_SIGNATURES"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Optional
 
-from ncclcheck.signatures.base import Detail, Signature, compile_all
+from ncclcheck.signatures.base import Detail, Signature
 
 #: (finding, regex over the text after the tag, severity, what it means, what to do), first
 #: match wins; a check that passed goes to the plain ``log-nccl-diag`` finding (info).

@@ -7,9 +7,9 @@ for the kernel module; ``/sys/bus/pci/devices/<bdf>/numa_node`` for each GPU's N
 GPUs are keyed by PCI bus id (``0000:18:00.0``, sysfs spelling), never by CUDA index alone.
 
 The work is split by source; this module holds the kernel module, the pair summaries and
-:func:`collect`, and re-exports the rest: :mod:`~ncclcheck.probes.gpu_types` (the section's
-shapes), :mod:`~ncclcheck.probes.gpu_nvml` (the NVML snapshot) and
-:mod:`~ncclcheck.probes.gpu_smi` (``nvidia-smi`` output).
+:func:`collect`, and each other name lives in one module: :mod:`~ncclcheck.probes.gpu.types`
+(the section's shapes), :mod:`~ncclcheck.probes.gpu.nvml` (the NVML snapshot) and
+:mod:`~ncclcheck.probes.gpu.smi` (``nvidia-smi`` output).
 """
 
 from __future__ import annotations
@@ -17,20 +17,11 @@ from __future__ import annotations
 import re
 from typing import Any, NoReturn, Optional
 
-from ncclcheck.host import CommandResult, Host, QueryFailed, Unavailable
-from ncclcheck.probes.gpu_nvml import NVLINK_REMOTE, P2P_STATUS, TOPOLOGY_LEVELS, parse_nvml
-from ncclcheck.probes.gpu_smi import (SMI_FIELDS, SMI_QUERY, SMI_TIMEOUT_S, _from_smi, _merge_topo,
-                                      _run_smi, parse_cuda_version, parse_smi_query,
-                                      parse_topo_matrix)
-from ncclcheck.probes.gpu_types import (Gpu, GpuData, NvLink, Pcie, Topology, _int,
-                                        cuda_version_text, normalize_bus_id)
-
-__all__ = [
-    "NVLINK_REMOTE", "P2P_STATUS", "SMI_FIELDS", "SMI_QUERY", "SMI_TIMEOUT_S", "TOPOLOGY_LEVELS",
-    "Gpu", "GpuData", "NvLink", "Pcie", "Topology", "collect", "cuda_version_text",
-    "normalize_bus_id", "parse_cuda_version", "parse_nvml", "parse_proc_version",
-    "parse_smi_query", "parse_topo_matrix",
-]
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import CommandResult, Host, Unavailable
+from ncclcheck.probes.gpu.nvml import parse_nvml
+from ncclcheck.probes.gpu.smi import _from_smi, _merge_topo, _run_smi, parse_topo_matrix
+from ncclcheck.probes.gpu.types import Gpu, GpuData, _int
 
 
 def parse_proc_version(text: str) -> Optional[dict[str, Any]]:

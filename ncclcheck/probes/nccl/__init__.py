@@ -23,40 +23,27 @@ LD_LIBRARY_PATH override" (pytorch .ci/manywheel/build_cuda.sh), and torch/__ini
 ``_preload_cuda_deps`` loads ``nvidia/nccl/lib/libnccl.so.*[0-9]`` from the first ``sys.path``
 entry that has one. Only ``LD_PRELOAD`` comes before that.
 
-The work is split by job; this module holds :func:`collect` and re-exports the rest:
-:mod:`~ncclcheck.probes.nccl_types` (the section's shapes, file names and folders),
-:mod:`~ncclcheck.probes.nccl_libs` (finding libnccl files, their versions, what the loader picks),
-:mod:`~ncclcheck.probes.nccl_torch` (torch and the libnccl it loads),
-:mod:`~ncclcheck.probes.nccl_plugins` (NCCL plugins), :mod:`~ncclcheck.probes.nccl_verbs`
-(libibverbs and its providers) and :mod:`~ncclcheck.probes.nccl_conf` (NCCL config files).
+The work is split by job; this module holds :func:`collect`, and each name lives in one module:
+:mod:`~ncclcheck.probes.nccl.types` (the section's shapes, file names and folders),
+:mod:`~ncclcheck.probes.nccl.libs` (finding libnccl files, their versions, what the loader picks),
+:mod:`~ncclcheck.probes.nccl.torch` (torch and the libnccl it loads),
+:mod:`~ncclcheck.probes.nccl.plugins` (NCCL plugins), :mod:`~ncclcheck.probes.nccl.verbs`
+(libibverbs and its providers) and :mod:`~ncclcheck.probes.nccl.conf` (NCCL config files).
 """
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-from ncclcheck.host import Host, QueryFailed
-from ncclcheck.probes.nccl_conf import _config_files, parse_conf
-from ncclcheck.probes.nccl_libs import (_Finder, _libraries, _Lookup, _preloaded,
-                                        _scan_install_dirs, _scan_loader, _system_loads, exists,
-                                        file_version, parse_ld_so_conf, parse_ldconfig, resolve,
-                                        version_key)
-from ncclcheck.probes.nccl_plugins import _net_plugin, plugin_kind
-from ncclcheck.probes.nccl_torch import (TORCH_NCCL_CODE, TORCH_NCCL_TIMEOUT_S, _ask_torch_nccl,
-                                         _python_dirs, _scan_python, _torch_loads, nccl_requirement,
-                                         parse_dist_metadata, parse_torch_nccl_version,
-                                         parse_torch_version_py)
-from ncclcheck.probes.nccl_types import (LIB_NAME, PLUGIN_NAME, SONAME, Choice, ConfigFile, Library,
-                                         NcclData, Plugin, Torch)
-from ncclcheck.probes.nccl_verbs import _ibverbs, parse_ibverbs_driver
-
-__all__ = [
-    "LIB_NAME", "PLUGIN_NAME", "SONAME", "TORCH_NCCL_CODE", "TORCH_NCCL_TIMEOUT_S", "Choice",
-    "ConfigFile", "Library", "NcclData", "Plugin", "Torch", "collect", "exists", "file_version",
-    "nccl_requirement", "parse_conf", "parse_dist_metadata", "parse_ibverbs_driver",
-    "parse_ld_so_conf", "parse_ldconfig", "parse_torch_nccl_version", "parse_torch_version_py",
-    "plugin_kind", "resolve", "version_key", "_Lookup", "_python_dirs", "_ask_torch_nccl",
-]
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.nccl.conf import _config_files
+from ncclcheck.probes.nccl.libs import (_Finder, _libraries, _preloaded, _scan_install_dirs,
+                                        _scan_loader, _system_loads, exists, resolve, version_key)
+from ncclcheck.probes.nccl.plugins import _net_plugin, plugin_kind
+from ncclcheck.probes.nccl.torch import _ask_torch_nccl, _scan_python, _torch_loads
+from ncclcheck.probes.nccl.types import LIB_NAME, NcclData, Plugin
+from ncclcheck.probes.nccl.verbs import _ibverbs
 
 
 def collect(host: Host, errors: list[str]) -> dict[str, Any]:

@@ -18,33 +18,20 @@ NCCL picks its bootstrap and Socket-transport interfaces by name (``NCCL_SOCKET_
 
 Shell equivalent: ``ip -d addr show; ip route show default; ls -l /sys/class/net``.
 
-The work is split by job; this module holds :func:`collect` and re-exports the rest:
-:mod:`~ncclcheck.probes.network_types` (the section's shapes),
-:mod:`~ncclcheck.probes.network_links` (one interface from sysfs),
-:mod:`~ncclcheck.probes.network_addrs` (addresses) and
-:mod:`~ncclcheck.probes.network_routes` (default routes).
+The work is split by job; this module holds :func:`collect`, and each name lives in one module:
+:mod:`~ncclcheck.probes.network.types` (the section's shapes),
+:mod:`~ncclcheck.probes.network.links` (one interface from sysfs),
+:mod:`~ncclcheck.probes.network.addrs` (addresses) and
+:mod:`~ncclcheck.probes.network.routes` (default routes).
 """
 
 from __future__ import annotations
 
-from ncclcheck.host import Host, Unavailable
-from ncclcheck.probes.network_addrs import (_addresses, make_address, parse_if_inet6, parse_ip_json,
-                                            parse_net_addrs, prefix_from_netmask)
-from ncclcheck.probes.network_links import (ARPHRD_ETHER, ARPHRD_INFINIBAND, ARPHRD_LOOPBACK,
-                                            _interface, classify, is_virtual_path, natural_key,
-                                            parse_carrier, parse_int, parse_numa_node,
-                                            parse_pci_address, parse_speed, parse_uevent)
-from ncclcheck.probes.network_routes import parse_ipv6_route, parse_proc_route
-from ncclcheck.probes.network_types import (KINDS, Address, AddressMap, DefaultRoute, Interface,
-                                            NetworkData)
-
-__all__ = [
-    "ARPHRD_ETHER", "ARPHRD_INFINIBAND", "ARPHRD_LOOPBACK", "KINDS", "Address", "AddressMap",
-    "DefaultRoute", "Interface", "NetworkData", "classify", "collect", "is_virtual_path",
-    "make_address", "natural_key", "parse_carrier", "parse_if_inet6", "parse_int", "parse_ip_json",
-    "parse_ipv6_route", "parse_net_addrs", "parse_numa_node", "parse_pci_address",
-    "parse_proc_route", "parse_speed", "parse_uevent", "prefix_from_netmask",
-]
+from ncclcheck.host.protocol import Host, Unavailable
+from ncclcheck.probes.network.addrs import _addresses, parse_ip_json
+from ncclcheck.probes.network.links import _interface, natural_key
+from ncclcheck.probes.network.routes import parse_ipv6_route, parse_proc_route
+from ncclcheck.probes.network.types import NetworkData
 
 
 def collect(host: Host, errors: list[str]) -> NetworkData:
