@@ -20,7 +20,7 @@ from ncclcheck.errors import BadInput, NcclcheckError
 
 def progress_for(out: Any, as_json: bool) -> Any:
     """A rich progress bar when stdout is a terminal and a table is wanted, else a no-op."""
-    from ncclcheck.bench.launch import Progress
+    from ncclcheck.bench.options import Progress
 
     if as_json or not sys.stdout.isatty() or not getattr(out, "is_terminal", False):
         return Progress()

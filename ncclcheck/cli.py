@@ -248,7 +248,7 @@ def report(obj: Ctx, documents: tuple[str, ...], output: str | None, fmt: str | 
     ncclcheck report facts-*.json bench.json nccl-rec.json -o report.html
     ncclcheck report facts-*.json diagnosis.json --format md > report.md
     """
-    from ncclcheck.report import format_for, make_report
+    from ncclcheck.report.page import format_for, make_report
 
     emit(printable_lines(make_report(documents, format_for(output, fmt), title)), output)
     if output and output != "-":

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 from ncclcheck import schema
 from ncclcheck.errors import BadInput
-from ncclcheck.host import Host, Unavailable
+from ncclcheck.host.protocol import Host, Unavailable
 
 
 def run_section(host: Host, name: str, collect: Any) -> dict[str, Any]:
@@ -79,7 +79,8 @@ def open_host(root: str = "/", replay: str | None = None) -> Host:
     """The host to probe: a recorded folder (``--replay``) or the machine under ``root``."""
     import os
 
-    from ncclcheck.host import LiveHost, RecordedHost
+    from ncclcheck.host.live import LiveHost
+    from ncclcheck.host.recorded import RecordedHost
 
     if replay:
         try:

@@ -75,7 +75,7 @@ def load_facts(paths: Iterable[str]) -> dict[str, Any]:
 def probe_this_node() -> dict[str, Any]:
     """A one-node cluster document from a live probe of this machine."""
     from ncclcheck.cluster import cluster_document
-    from ncclcheck.host import LiveHost
+    from ncclcheck.host.live import LiveHost
     from ncclcheck.probe import collect_facts
 
     facts = collect_facts(LiveHost("/"), findings=False)

@@ -1,7 +1,7 @@
 """``ncclcheck record DIR``: capture what the probe reads on this node, to replay or attach to a bug.
 
-It runs every probe through a :class:`~ncclcheck.host.RecordingHost`, then writes the files,
-command outputs and native answers it touched in :class:`~ncclcheck.host.RecordedHost`'s layout,
+It runs every probe through a :class:`~ncclcheck.host.recording.RecordingHost`, then writes the files,
+command outputs and native answers it touched in :class:`~ncclcheck.host.recorded.RecordedHost`'s layout,
 plus ``facts.json`` (what the probe made of them) and a README. ``ncclcheck probe --replay DIR``
 gives the same facts on any machine.
 
@@ -325,7 +325,8 @@ def record_host(folder: str, root: str = "/", scrub: bool = True) -> Path:
         BadInput: ``root`` is not a directory, or ``folder`` is a file or a non-empty directory.
         NcclcheckError: ``folder`` cannot be written.
     """
-    from ncclcheck.host import RecordedHost, RecordingHost
+    from ncclcheck.host.recorded import RecordedHost
+    from ncclcheck.host.recording import RecordingHost
     from ncclcheck.probe import collect_facts
 
     out = Path(folder)

@@ -181,12 +181,13 @@ def loop_overhead_ns(ops: int = 200_000, rounds: int = 7) -> tuple[float, float]
     network and of other processes (fastest of ``rounds``)."""
     import torch
     from ncclcheck.bench import worker
+    from ncclcheck.bench.collective import Collective
     from ncclcheck.bench.formulas import OPS
 
     real = worker.dist.all_reduce
     worker.dist.all_reduce = lambda tensor: None      # the op itself costs nothing now
     try:
-        coll = worker.Collective(OPS["all_reduce"], 0, 2, torch.float32, 2, torch.device("cpu"))
+        coll = Collective(OPS["all_reduce"], 0, 2, torch.float32, 2, torch.device("cpu"))
         coll.resize(2)
         timer, run, t = worker.Timer(cuda=False), coll.runner(True), torch.zeros(2)
         all_reduce = worker.dist.all_reduce

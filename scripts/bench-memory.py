@@ -39,7 +39,7 @@ HOST = FIXTURES / "hosts" / "h100-ib-8gpu"
 def write_document(path: Path, size: int) -> None:
     """A cluster document of recorded facts cloned until it is ``size`` bytes (not more)."""
     from ncclcheck.cluster import cluster_document
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
 
     facts = collect_facts(RecordedHost(HOST))

@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from ncclcheck.cluster import cluster_document
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import collect_facts
 from ncclcheck.recommend import recommend, render_output, run_command
 from ncclcheck.schema import dumps

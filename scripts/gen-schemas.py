@@ -93,7 +93,7 @@ def samples() -> dict[str, list]:
     from ncclcheck.bench.importer import import_file
     from ncclcheck.cluster import load_sources
     from ncclcheck.diagnose import diagnose_files
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
     from ncclcheck.recommend import run_command
 

@@ -106,7 +106,7 @@ def host_names():
 @pytest.fixture
 def recorded():
     """Return a RecordedHost for a fixture host name."""
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
 
     return lambda name: RecordedHost(HOSTS / name)
 

@@ -174,7 +174,7 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
     from ncclcheck.bench.importer import import_file
     from ncclcheck.cluster import cluster_document
     from ncclcheck.diagnose import diagnose_files
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
     from ncclcheck.recommend import recommend
     from ncclcheck.schema import dumps

@@ -170,7 +170,7 @@ def test_the_tables_survive_any_section_data():
 
     from rich.console import Console
 
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
     from ncclcheck.render.facts import render_facts
 

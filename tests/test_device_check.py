@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ncclcheck.diagnose import diagnose_files
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import collect_facts
 from ncclcheck.render.bench import render_table
 

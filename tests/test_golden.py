@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ncclcheck import schema
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import collect_facts
 from ncclcheck.record import normalise
 

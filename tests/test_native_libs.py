@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.host import LiveHost
+from ncclcheck.host.live import LiveHost
 from ncclcheck.native import libs
 
 CC = shutil.which("cc") or shutil.which("gcc")

@@ -11,9 +11,9 @@ from pathlib import Path
 import pynvml
 import pytest
 
-from ncclcheck.host import QueryFailed
+from ncclcheck.errors import QueryFailed
 from ncclcheck.native import nvml
-from ncclcheck.probes.gpu import parse_nvml
+from ncclcheck.probes.gpu.nvml import parse_nvml
 
 HAS_DRIVER = bool(shutil.which("nvidia-smi")) or Path("/proc/driver/nvidia/version").exists()
 

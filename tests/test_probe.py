@@ -12,7 +12,9 @@ import pytest
 
 from ncclcheck import probe
 from ncclcheck.errors import BadInput
-from ncclcheck.host import LiveHost, RecordedHost, Unavailable
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.protocol import Unavailable
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.rules import NODE_RULES
 from ncclcheck.rules.engine import evaluate
 

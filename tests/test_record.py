@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from ncclcheck.errors import BadInput, NcclcheckError
-from ncclcheck.host import RecordedHost, RecordingHost
+from ncclcheck.host.recorded import RecordedHost
+from ncclcheck.host.recording import RecordingHost
 from ncclcheck.probe import collect_facts
 from ncclcheck.record import Scrubber, record_host
 

@@ -60,9 +60,9 @@ class BenchRequest:
 
 
 def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) -> Any:
-    """Validated :class:`~ncclcheck.bench.launch.BenchOptions` for one run."""
+    """Validated :class:`~ncclcheck.bench.options.BenchOptions` for one run."""
     from ncclcheck.bench import envfile, sweep
-    from ncclcheck.bench.launch import BenchOptions
+    from ncclcheck.bench.options import BenchOptions
 
     dtype = sweep.get_dtype(req.dtype)
     min_bytes, max_bytes = sweep.parse_size(req.min_bytes), sweep.parse_size(req.max_bytes)

@@ -200,7 +200,7 @@ def first_run(opts: Any, watch: list | None = None,
               progress: Any = None) -> dict[str, Any] | None:
     """One launch of the hunt; rank 0's raw result."""
     from ncclcheck.bench import launch
-    from ncclcheck.bench.launch import Progress
+    from ncclcheck.bench.options import Progress
 
     raw = launch.run(opts, progress or Progress(), watch)
     if raw is not None and not raw.get("pairwise_raw"):

@@ -1,7 +1,7 @@
 """One rank of ``bench --launcher slurm``: ``srun`` starts this module on every node.
 
 The options come from ``NCCLCHECK_BENCH_OPTIONS`` (the JSON of
-:class:`~ncclcheck.bench.launch.BenchOptions`, set by :func:`ncclcheck.slurm.bench_via_srun`);
+:class:`~ncclcheck.bench.options.BenchOptions`, set by :func:`ncclcheck.slurm.bench_via_srun`);
 the rank, world size and rendezvous come from Slurm's variables, as for
 ``srun ncclcheck bench``. Rank 0 prints the bench document (indented JSON: srun splits long
 lines); a failing rank
@@ -20,7 +20,8 @@ from ncclcheck.errors import NcclcheckError
 
 def main() -> int:
     """Run this task's rank; 0 on success."""
-    from ncclcheck.bench.launch import BenchOptions, Progress, run_in_launcher
+    from ncclcheck.bench.launch import run_in_launcher
+    from ncclcheck.bench.options import BenchOptions, Progress
 
     try:
         try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Optional
 
-from ncclcheck.logparse.state import FindingAcc, LogState, Proc
-from ncclcheck.signatures import BY_ID, Detail
+from ncclcheck.logparse.proc import FindingAcc, Proc
+from ncclcheck.logparse.state import LogState
+from ncclcheck.signatures import BY_ID
+from ncclcheck.signatures.base import Detail
 
 
 def _raise(state: LogState, sig_id: str, message: str, procs: Iterable[Proc],

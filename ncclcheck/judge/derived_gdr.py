@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
-from ncclcheck.logparse.state import LogState, Proc
 from ncclcheck.judge.derived_base import _raise, plural
+from ncclcheck.logparse.proc import Proc
+from ncclcheck.logparse.state import LogState
 
 #: GPU name (as nccl-tests prints it) -> the platform where GPUDirect RDMA is unsupported by design.
 NO_GDR_BY_DESIGN = {"NVIDIA GB10": "DGX Spark (GB10)"}

@@ -1,7 +1,7 @@
 r"""Pasted ``ip addr`` and ``ip -br addr`` output (and ``ifconfig``'s, through
 :mod:`ncclcheck.logparse.pasted_ifconfig`), read into the ``network`` probe's interfaces.
 
-The interfaces get the probe's shape (:class:`ncclcheck.probes.network.Interface`: name, kind,
+The interfaces get the probe's shape (:class:`ncclcheck.probes.network.types.Interface`: name, kind,
 operstate, master, IPv4/IPv6 addresses with prefix and subnet), so that the ``net-socket-ifname``
 rule itself judges them. Recorded shapes::
 

@@ -2,7 +2,7 @@ r"""Pasted ``nvidia-smi topo -m`` matrices, read with the ``gpu`` probe's own pa
 
 A matrix starts at its header row (``GPU0  GPU1 ... NIC0 ... CPU Affinity``) and runs until a
 line that belongs to no matrix; each block is handed to
-:func:`ncclcheck.probes.gpu.parse_topo_matrix`, which takes tab-separated and space-padded copies,
+:func:`ncclcheck.probes.gpu.smi.parse_topo_matrix`, which takes tab-separated and space-padded copies,
 cut rows and the ``NIC Legend``. Recorded (NVIDIA/nccl#1591, cut after GPU2 as pasted)::
 
             GPU0    GPU1    GPU2  ...  NIC0    NIC1  ...  CPU Affinity    NUMA Affinity   GPU NUMA ID
@@ -60,7 +60,7 @@ class PastedTopo:
     def close(self) -> None:
         """End the matrix being read (at a foreign line, a new prompt, or the end of input)."""
         if self._lines and len(self.matrices) < MAX_MATRICES:
-            from ncclcheck.probes.gpu import parse_topo_matrix     # only when a matrix is pasted
+            from ncclcheck.probes.gpu.smi import (parse_topo_matrix)  # only when a matrix is pasted
 
             topo = parse_topo_matrix("\n".join(self._lines))
             if topo["labels"]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Union
 
-from ncclcheck.signatures import Detail, Signature
+from ncclcheck.signatures.base import Detail, Signature
 
 MAX_EVIDENCE = 5            #: example lines kept per finding
 MAX_LIST = 64               #: per-process lists (devices, comms, env, ...)

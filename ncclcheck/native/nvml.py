@@ -8,7 +8,7 @@ standard library and ``pynvml`` (from ``nvidia-ml-py``), and prints one JSON obj
 Every per-field call goes through :func:`_safe`: ``NotSupported``, ``FunctionNotFound``,
 ``NoPermission`` and the like give ``null`` plus a note in the device's ``errors``; they never
 abort the snapshot. The answer, raw but JSON-able (interpreted by
-:func:`ncclcheck.probes.gpu.parse_nvml`)::
+:func:`ncclcheck.probes.gpu.nvml.parse_nvml`)::
 
     {"driver_version": "580.95.05", "cuda_driver_version": 13000, "nvml_version": "13.580.95.05",
      "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-...",

@@ -1,8 +1,8 @@
 """The probe registry: section name -> collector, in the order they run and print.
 
 Each probe module has pure ``parse_*`` functions over text and one thin
-``collect(host, errors) -> dict`` that reads through the :class:`~ncclcheck.host.Host` only.
-``collect`` raises :class:`~ncclcheck.host.Unavailable` when the subsystem is absent, appends
+``collect(host, errors) -> dict`` that reads through the :class:`~ncclcheck.host.protocol.Host` only.
+``collect`` raises :class:`~ncclcheck.host.protocol.Unavailable` when the subsystem is absent, appends
 non-fatal problems to ``errors``, and may raise anything else: :mod:`ncclcheck.probe` turns that
 into the section's ``error`` status and runs the next probe.
 """

@@ -32,8 +32,9 @@ import json
 import re
 from typing import Any, Optional, TypedDict
 
-from ncclcheck.host import Host, QueryFailed, Unavailable
-from ncclcheck.probes.nccl import resolve
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host, Unavailable
+from ncclcheck.probes.nccl.libs import resolve
 
 SYSTEM_LIB_DIRS = ("usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64")
 CUDART = re.compile(r"^libcudart\.so(\.\d+)*$")
@@ -196,7 +197,7 @@ def collect(host: Host, errors: list[str]) -> dict[str, Any]:
 
 def _site_packages(host: Host, errors: list[str]) -> list[str]:
     """The Python folders the nccl probe scans (the same ``python_paths`` query)."""
-    from ncclcheck.probes.nccl import _python_dirs
+    from ncclcheck.probes.nccl.torch import _python_dirs
 
     try:
         python = host.query("python_paths")

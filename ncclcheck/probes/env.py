@@ -1,11 +1,11 @@
 """env: the NCCL-relevant environment, and nothing else of it.
 
-Only what :func:`ncclcheck.host.env_allowed` admits ever reaches this section: every ``NCCL_*``
+Only what :func:`ncclcheck.host.envfilter.env_allowed` admits ever reaches this section: every ``NCCL_*``
 and ``TORCH_NCCL_*`` variable, ``CUDA_VISIBLE_DEVICES``, and a short list of launcher, library
-path and fabric variables (:data:`ncclcheck.host.ENV_ALLOW_NAMES`). A secret in the environment
+path and fabric variables (:data:`ncclcheck.host.envfilter.ENV_ALLOW_NAMES`). A secret in the environment
 never appears in any output, because the host never hands it out; nor does the secret of a
 ``user:secret@`` inside an allow-listed value (``MASTER_ADDR=tcp://user:secret@host``), which
-the host replaces with ``***`` (:func:`ncclcheck.host.hide_credentials`).
+the host replaces with ``***`` (:func:`ncclcheck.host.envfilter.hide_credentials`).
 
 Sources: the allow-listed environment of the probing process.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TypedDict
 
-from ncclcheck.host import Host
+from ncclcheck.host.protocol import Host
 
 
 class EnvData(TypedDict):

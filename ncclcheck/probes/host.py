@@ -24,7 +24,7 @@ import re
 from typing import Any, Optional, TypedDict
 
 from ncclcheck.errors import BadInput
-from ncclcheck.host import Host
+from ncclcheck.host.protocol import Host
 from ncclcheck.k8s import podenv
 from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
 

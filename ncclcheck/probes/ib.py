@@ -32,10 +32,11 @@ import ipaddress
 import re
 from typing import Optional, TypedDict
 
-from ncclcheck.host import Host, Unavailable
+from ncclcheck.host.protocol import Host, Unavailable
 from ncclcheck.probes.gpu import parse_proc_version
 from ncclcheck.probes.ib_nicconf import pci_ordering, qos_entries
-from ncclcheck.probes.network import natural_key, parse_int, parse_numa_node, parse_pci_address
+from ncclcheck.probes.network.links import (natural_key, parse_int, parse_numa_node,
+                                            parse_pci_address)
 
 
 class Gid(TypedDict):

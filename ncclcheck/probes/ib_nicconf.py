@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from ncclcheck.host import Host
+from ncclcheck.host.protocol import Host
 
 QOS_TIMEOUT_S, MLXCONFIG_TIMEOUT_S = 5.0, 15.0
 _PRIO_DSCP = re.compile(r"^\s*prio:\s*(\d)\s+dscp:\s*([\d,\s]+?)\s*$")

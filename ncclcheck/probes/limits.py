@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, TypedDict
 
-from ncclcheck.host import Host, QueryFailed
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host
 
 
 class LimitsData(TypedDict):

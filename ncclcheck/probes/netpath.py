@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from ncclcheck.host import Host
-from ncclcheck.probes.network import natural_key, parse_int
-from ncclcheck.probes.network_routes import parse_routes
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.network.links import natural_key, parse_int
+from ncclcheck.probes.network.routes import parse_routes
 
 SYSCTLS = ("rp_filter", "arp_ignore", "arp_announce")
 _NFT_CHAIN = re.compile(r"^\s*chain\s+(\S+)\s*\{")

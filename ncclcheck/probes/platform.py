@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from ncclcheck.host import Host
-from ncclcheck.probes.network import parse_pci_address
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.network.links import parse_pci_address
 
 #: PCI classes probed: 3D/VGA controllers (GPUs), Ethernet and InfiniBand controllers (NICs).
 GPU_CLASSES, NIC_CLASSES = ("0x0302", "0x0300"), ("0x0200", "0x0207")

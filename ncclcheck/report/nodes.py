@@ -7,7 +7,7 @@ from typing import Any
 
 from ncclcheck.report.cells import cross_marks, human_bytes, table, text
 
-#: Interface kinds that carry NCCL traffic (see probes/network.py KINDS).
+#: Interface kinds that carry NCCL traffic (see probes/network/__init__.py KINDS).
 DATA_NIC_KINDS = ("physical", "bond", "vlan", "ipoib")
 #: Most nodes that get GPU, port and NIC tables (all of them up to a quarter of this).
 MAX_DETAILED = 32

@@ -103,6 +103,7 @@ def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str,
     """One bench run of ``env`` (bench's own options and launcher); a run record."""
     from ncclcheck.bench import launch
     from ncclcheck.bench.command import BenchRequest, bench_options
+    from ncclcheck.bench.options import Progress
 
     breq = BenchRequest(op=req.op, min_bytes=req.min_bytes, max_bytes=req.max_bytes,
                         warmup=req.warmup, iters=req.iters, backend=req.backend,
@@ -113,7 +114,7 @@ def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str,
     started = time.monotonic()
     record: dict[str, Any] = {"peak_busbw_gbps": None, "avg_busbw_gbps": None, "error": None}
     try:
-        doc = launch.run(bench_options(breq, env), launch.Progress())
+        doc = launch.run(bench_options(breq, env), Progress())
     except BadInput:
         raise
     except NcclcheckError as exc:

@@ -14,7 +14,7 @@ from ncclcheck.bench.formulas import (
     per_rank_count,
     size_column,
 )
-from ncclcheck.bench.importer import parse_nccl_tests
+from ncclcheck.logparse.nccltests import parse_nccl_tests
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"
 

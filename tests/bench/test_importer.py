@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.bench.importer import import_nccl_tests, parse_nccl_tests, parse_row
+from ncclcheck.bench.importer import import_nccl_tests
 from ncclcheck.errors import BadInput
+from ncclcheck.logparse.nccltests import parse_nccl_tests, parse_row
 from ncclcheck.schema import check
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"

@@ -4,14 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ncclcheck.bench.launch import (
-    BenchOptions,
-    check_master_addr,
-    choose_backend,
-    plan_node,
-    run_deadline,
-    stall_limit,
-)
+from ncclcheck.bench.launch import check_master_addr, choose_backend, plan_node
+from ncclcheck.bench.options import BenchOptions, run_deadline, stall_limit
 from ncclcheck.errors import BadInput
 
 

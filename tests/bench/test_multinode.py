@@ -100,7 +100,7 @@ def test_compare_follows_the_socket_interface_of_each_candidate(make_cluster, tm
     assert f"# best: {fast_label}" in out.stdout and "*" in out.stdout
     header = next(ln for ln in out.stdout.splitlines() if ln.lstrip("# ").startswith("size"))
     assert fast_label in header and slow_label in header and ".env" not in header, header
-    from ncclcheck.report import make_report
+    from ncclcheck.report.page import make_report
     md = make_report([str(tmp_path / "c.json")], "md", None)
     assert fast_label in md
     assert ours_left(c) == []

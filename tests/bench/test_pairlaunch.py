@@ -8,7 +8,7 @@ import pytest
 
 from ncclcheck.bench import pairlaunch
 from ncclcheck.bench.command import BenchRequest
-from ncclcheck.bench.launch import Failure
+from ncclcheck.bench.monitor import Failure
 from ncclcheck.errors import BadInput
 from ncclcheck.hostfile import load_hostfile
 from ncclcheck.pairwise import schedule

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ncclcheck.bench.importer import import_nccl_tests, parse_row
+from ncclcheck.bench.importer import import_nccl_tests
+from ncclcheck.logparse.nccltests import parse_row
 from ncclcheck.render.bench import describe_transport, format_row, render_compare, render_table
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "nccl-tests"

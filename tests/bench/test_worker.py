@@ -9,6 +9,7 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 from ncclcheck.bench import worker  # noqa: E402  (imports torch)
+from ncclcheck.bench.collective import Collective
 from ncclcheck.bench.formulas import OPS  # noqa: E402
 from ncclcheck.bench.sweep import CHECK_MODULUS, DTYPES, check_modulus  # noqa: E402
 
@@ -17,7 +18,7 @@ def reduced_in_place(type_name: str, nranks: int, count: int, modulus: int) -> t
     """Every rank's all_reduce input summed one rank at a time in the type itself (each partial
     sum rounded, the worst order), and rank 0's Collective to check it."""
     dtype = getattr(torch, DTYPES[type_name].torch_name)
-    ranks = [worker.Collective(OPS["all_reduce"], r, nranks, dtype, count, torch.device("cpu"),
+    ranks = [Collective(OPS["all_reduce"], r, nranks, dtype, count, torch.device("cpu"),
                                modulus) for r in range(nranks)]
     total = None
     for coll in ranks:
@@ -49,7 +50,7 @@ def test_without_the_narrow_modulus_bfloat16_would_report_false_wrongs():
 def test_out_of_place_all_reduce_copies_once_and_times_the_collective_only(monkeypatch):
     calls = []
     monkeypatch.setattr(worker.dist, "all_reduce", lambda t: calls.append(t.data_ptr()))
-    coll = worker.Collective(OPS["all_reduce"], 0, 2, torch.float32, 4, torch.device("cpu"))
+    coll = Collective(OPS["all_reduce"], 0, 2, torch.float32, 4, torch.device("cpu"))
     coll.resize(4)
     coll.inp.copy_(torch.arange(4.0))
     coll.prepare(in_place=False)                     # untimed: the input into the output

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.host import LiveHost, RecordedHost, Unavailable
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.protocol import Unavailable
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import cuda
 
 HOSTS = Path(__file__).resolve().parent.parent / "fixtures" / "hosts"

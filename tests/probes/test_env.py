@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from ncclcheck.host import LiveHost
+from ncclcheck.host.live import LiveHost
 from ncclcheck.probes.env import collect
 
 SECRET = "hunter2-s3cr3t"

@@ -12,14 +12,19 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.host import LiveHost, RecordedHost, command_key
+from ncclcheck.host.keys import command_key
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import run_section
 from ncclcheck.probes import gpu
+from ncclcheck.probes.gpu.nvml import parse_nvml
+from ncclcheck.probes.gpu.smi import (SMI_QUERY, parse_cuda_version, parse_smi_query,
+                                      parse_topo_matrix)
 
 HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 H100_BUS_IDS = ["0000:18:00.0", "0000:2a:00.0", "0000:3a:00.0", "0000:5d:00.0",
                 "0000:9a:00.0", "0000:ab:00.0", "0000:ba:00.0", "0000:db:00.0"]
-QUERY_FILE = command_key(gpu.SMI_QUERY) + ".txt"
+QUERY_FILE = command_key(SMI_QUERY) + ".txt"
 
 # --- real outputs, pasted as published --------------------------------------------------------
 # NVIDIA/go-gpuallocator#17: 8x RTX 4090, tab-separated, NICs without a legend, "GPU NUMA ID".
@@ -120,7 +125,7 @@ def collect(host) -> dict:
 
 # --- parse_topo_matrix --------------------------------------------------------------------------
 def test_topo_tabs_nics_without_legend():
-    t = gpu.parse_topo_matrix(RTX4090_TOPO)
+    t = parse_topo_matrix(RTX4090_TOPO)
     assert t["labels"] == [f"GPU{i}" for i in range(8)] + ["NIC0", "NIC1"]
     assert t["matrix"][6][8:] == ["PHB", "PHB"] and t["matrix"][9] == ["SYS"] * 6 + [
         "PHB", "SYS", "PIX", "X"]
@@ -130,7 +135,7 @@ def test_topo_tabs_nics_without_legend():
 
 
 def test_topo_space_padded_copy():
-    t = gpu.parse_topo_matrix(H100_NV6_TOPO)
+    t = parse_topo_matrix(H100_NV6_TOPO)
     assert t["labels"] == ["GPU0", "GPU1", "GPU2", "GPU3", "NIC0", "NIC1", "NIC2", "NIC3"]
     assert t["matrix"][3] == ["NV6", "NV6", "NV6", "X", "SYS", "SYS", "SYS", "PIX"]
     assert t["matrix"][7][7] == "X"
@@ -139,7 +144,7 @@ def test_topo_space_padded_copy():
 
 
 def test_topo_blank_cpu_affinity_and_cut_paste():
-    t = gpu.parse_topo_matrix(A100_PCIE_SLURM_TOPO)
+    t = parse_topo_matrix(A100_PCIE_SLURM_TOPO)
     assert t["cpu_affinity"]["GPU0"] == "0-15,56-71" and t["numa_affinity"]["GPU0"] == 0
     assert t["cpu_affinity"]["GPU5"] is None and t["numa_affinity"]["GPU5"] == 1
     assert t["matrix"][6][7:] == ["NV12", "PHB"]
@@ -147,7 +152,7 @@ def test_topo_blank_cpu_affinity_and_cut_paste():
 
 
 def test_topo_old_style_nic_columns_become_nic_labels():
-    t = gpu.parse_topo_matrix(V100_OLD_TOPO)
+    t = parse_topo_matrix(V100_OLD_TOPO)
     assert t["labels"][-2:] == ["NIC0", "NIC1"]
     assert t["nics"] == {"NIC0": "mlx5_0", "NIC1": "mlx5_1"}
     assert t["matrix"][2][8:] == ["PIX", "PIX"]
@@ -159,17 +164,17 @@ def test_topo_old_style_nic_columns_become_nic_labels():
 def test_topo_ansi_underlined_header():
     underlined = "\x1b[4m" + RTX4090_TOPO.split("\n", 1)[0] + "\x1b[0m\n" + RTX4090_TOPO.split(
         "\n", 1)[1]
-    assert gpu.parse_topo_matrix(underlined) == gpu.parse_topo_matrix(RTX4090_TOPO)
+    assert parse_topo_matrix(underlined) == parse_topo_matrix(RTX4090_TOPO)
 
 
 def test_p2p_matrix_uses_the_same_grid_parser():
-    t = gpu.parse_topo_matrix(P2P_RW_5090)
+    t = parse_topo_matrix(P2P_RW_5090)
     assert t["labels"] == ["GPU0", "GPU1"] and t["matrix"] == [["X", "GNS"], ["GNS", "X"]]
 
 
 @pytest.mark.parametrize("host", ["h100-ib-8gpu", "a100-roce-bond", "cloud-vm-1nic"])
 def test_recorded_topo_files_are_square(host):
-    t = gpu.parse_topo_matrix(fixture_text(host, "nvidia-smi_topo_-m.txt"))
+    t = parse_topo_matrix(fixture_text(host, "nvidia-smi_topo_-m.txt"))
     n = len(t["labels"])
     assert n >= 4 and all(len(row) == n and row[i] == "X" for i, row in enumerate(t["matrix"]))
     assert all(t["matrix"][i][j] == t["matrix"][j][i] for i in range(n) for j in range(n))
@@ -198,16 +203,16 @@ def garbage_inputs():
 
 def test_parsers_never_raise_on_garbage():
     for text in garbage_inputs():
-        t = gpu.parse_topo_matrix(text)
+        t = parse_topo_matrix(text)
         assert len(t["matrix"]) == len(t["labels"])
         assert all(len(row) == len(t["labels"]) for row in t["matrix"])
-        assert isinstance(gpu.parse_smi_query(text)["gpus"], list)
-        gpu.parse_cuda_version(text), gpu.parse_proc_version(text)
+        assert isinstance(parse_smi_query(text)["gpus"], list)
+        parse_cuda_version(text), gpu.parse_proc_version(text)
 
 
 # --- parse_smi_query ---------------------------------------------------------------------------
 def test_smi_query_recorded_h100():
-    out = gpu.parse_smi_query(fixture_text("h100-ib-8gpu", QUERY_FILE))
+    out = parse_smi_query(fixture_text("h100-ib-8gpu", QUERY_FILE))
     assert out["driver_version"] == "580.95.05"
     assert [g["pci_bus_id"] for g in out["gpus"]] == H100_BUS_IDS
     assert out["gpus"][3]["memory_total_bytes"] == 81559 * 2**20
@@ -215,7 +220,7 @@ def test_smi_query_recorded_h100():
 
 
 def test_smi_query_unsupported_values_and_short_lines():
-    out = gpu.parse_smi_query("0, Tesla T4, GPU-1, 00000000:3B:00.0, 15360, 1, 3, 16, 16, "
+    out = parse_smi_query("0, Tesla T4, GPU-1, 00000000:3B:00.0, 15360, 1, 3, 16, 16, "
                               "Disabled, [N/A], [Not Supported], 470.57.02\n"
                               "1, Tesla T4, GPU-2\n")
     first, second = out["gpus"]
@@ -234,8 +239,8 @@ def load_snapshot(host: str) -> dict:
 @pytest.mark.parametrize("host", ["h100-ib-8gpu", "a100-roce-bond", "cloud-vm-1nic"])
 def test_nvml_gpu_block_matches_recorded_topo(host):
     """Two sources: the NVLink/PCIe cells built from NVML equal the recorded topo -m GPU block."""
-    ours = gpu.parse_nvml(load_snapshot(host))["topology"]
-    theirs = gpu.parse_topo_matrix(fixture_text(host, "nvidia-smi_topo_-m.txt"))
+    ours = parse_nvml(load_snapshot(host))["topology"]
+    theirs = parse_topo_matrix(fixture_text(host, "nvidia-smi_topo_-m.txt"))
     n = len(ours["labels"])
     assert [row[:n] for row in theirs["matrix"][:n]] == ours["matrix"]
 
@@ -248,7 +253,7 @@ def test_nvml_direct_nvlinks_count_per_peer():
         return {"index": i, "pci_bus_id": f"00000000:{i:02X}:00.0", "nvlinks": links}
     snap = {"devices": [dev(0, [1, 1, 2]), dev(1, [0, 0]), dev(2, [0])],
             "topology": [[None, 50, 50], [50, None, 50], [50, 50, None]]}
-    out = gpu.parse_nvml(snap)
+    out = parse_nvml(snap)
     assert out["topology"]["matrix"] == [["X", "NV2", "NV1"], ["NV2", "X", "SYS"],
                                          ["NV1", "SYS", "X"]]
     assert out["gpus"][0]["nvlinks"][2]["remote_gpu_index"] == 2
@@ -260,7 +265,7 @@ def test_nvml_malformed_snapshots_never_raise():
                  {"devices": [{"index": 0, "nvlinks": [None, {"state": "?"}]}],
                   "topology": [[1, 2]], "p2p": {"read": [[[]]], "write": "x"}},
                  {"cuda_driver_version": "twelve", "p2p": [1]}]:
-        out = gpu.parse_nvml(snap)
+        out = parse_nvml(snap)
         assert out["count"] == len(out["gpus"])
 
 
@@ -286,7 +291,7 @@ def test_collect_h100(recorded):
 
 
 def test_topo_dgx_a100_old_format():
-    t = gpu.parse_topo_matrix(DGX_A100_OLD_TOPO)
+    t = parse_topo_matrix(DGX_A100_OLD_TOPO)
     assert t["nics"] == {f"NIC{k}": f"mlx5_{k}" for k in range(12)}
     assert t["matrix"][0][:10] == ["X"] + ["NV12"] * 7 + ["PXB", "PXB"]
     assert t["matrix"][19][18:] == ["PIX", "X"]

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.host import LiveHost, RecordedHost
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import run_section
 from ncclcheck.probes import ib
 from ncclcheck.probes.ib import Device, Gdr, Gid, IbData, Port

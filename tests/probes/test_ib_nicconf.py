@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import ib
 from ncclcheck.probes.ib_nicconf import parse_mlnx_qos, parse_mlxconfig, setting
 from netfix import copy_host

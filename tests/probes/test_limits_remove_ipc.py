@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import limits
 from ncclcheck.rules import limits_remove_ipc
 from ncclcheck.rules.engine import evaluate

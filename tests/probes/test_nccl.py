@@ -13,8 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.host import LiveHost, RecordedHost
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import nccl
+from ncclcheck.probes.nccl.conf import parse_conf
+from ncclcheck.probes.nccl.libs import (file_version, parse_ld_so_conf, parse_ldconfig, version_key)
+from ncclcheck.probes.nccl.plugins import plugin_kind
+from ncclcheck.probes.nccl.torch import (nccl_requirement, parse_dist_metadata,
+                                         parse_torch_version_py)
+from ncclcheck.probes.nccl.verbs import parse_ibverbs_driver
 
 HOSTS = Path(__file__).resolve().parents[1] / "fixtures" / "hosts"
 
@@ -38,7 +45,7 @@ TORCH_241 = ("from typing import Optional\n\n"
 
 
 def test_parse_ldconfig_keeps_cache_order_and_flags():
-    entries = nccl.parse_ldconfig(LDCONFIG_REAL)
+    entries = parse_ldconfig(LDCONFIG_REAL)
     assert [e["name"] for e in entries] == ["libnccl.so.2", "libnccl.so", "libc.so.6"]
     assert entries[0]["path"] == "/lib/x86_64-linux-gnu/libnccl.so.2"
     assert entries[2]["flags"] == "libc6,x86-64, OS ABI: Linux 3.2.0"
@@ -46,13 +53,13 @@ def test_parse_ldconfig_keeps_cache_order_and_flags():
 
 def test_parse_ldconfig_of_a_recorded_host_finds_the_plugin_entries():
     text = (HOSTS / "cloud-vm-1nic/commands/ldconfig_-p.txt").read_text()
-    names = {e["name"]: e["path"] for e in nccl.parse_ldconfig(text)}
+    names = {e["name"]: e["path"] for e in parse_ldconfig(text)}
     assert names["libnccl-net.so"] == "/opt/amazon/ofi-nccl/lib/libnccl-net.so"
     assert len(names) == int(text.split()[0])  # the header count matches the entries
 
 
 def test_parse_ld_so_conf_reads_dirs_and_includes():
-    dirs, includes = nccl.parse_ld_so_conf(
+    dirs, includes = parse_ld_so_conf(
         "include /etc/ld.so.conf.d/*.conf\n\n# Multiarch support\n/usr/local/lib/x86_64-linux-gnu\n"
         "/lib/x86_64-linux-gnu  # trailing comment\n")
     assert dirs == ["/usr/local/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu"]
@@ -60,26 +67,26 @@ def test_parse_ld_so_conf_reads_dirs_and_includes():
 
 
 def test_parse_torch_version_py_reads_a_real_file_without_running_it():
-    assert nccl.parse_torch_version_py(TORCH_241) == {
+    assert parse_torch_version_py(TORCH_241) == {
         "version": "2.4.1+cu121", "cuda": "12.1",
         "git_version": "38b96d3399a695e704ed39b60dac733c3fbf20e2"}
 
 
 def test_parse_torch_version_py_treats_non_literals_as_unknown():
-    got = nccl.parse_torch_version_py("__version__ = make_version()\ncuda = None\n")
+    got = parse_torch_version_py("__version__ = make_version()\ncuda = None\n")
     assert got == {"version": None, "cuda": None, "git_version": None}
 
 
 def test_parse_dist_metadata_reads_both_requirement_spellings_and_stops_at_the_body():
-    meta = nccl.parse_dist_metadata(
+    meta = parse_dist_metadata(
         "Metadata-Version: 2.1\nName: torch\nVersion: 2.6.0\n"
         'Requires-Dist: nvidia-nccl-cu12==2.21.5; platform_system == "Linux"\n'
         "\nRequires-Dist: nvidia-nccl-cu11==9.9.9\n")
     assert (meta["name"], meta["version"]) == ("torch", "2.6.0")
-    assert nccl.nccl_requirement(meta["requires"]) == "nvidia-nccl-cu12==2.21.5"
+    assert nccl_requirement(meta["requires"]) == "nvidia-nccl-cu12==2.21.5"
     real = (HOSTS / "h100-ib-8gpu/root/usr/local/lib/python3.10/dist-packages"
             "/torch-2.4.1.dist-info/METADATA").read_text()
-    assert nccl.nccl_requirement(nccl.parse_dist_metadata(real)["requires"]) == \
+    assert nccl_requirement(parse_dist_metadata(real)["requires"]) == \
         "nvidia-nccl-cu12==2.20.5"
 
 
@@ -90,11 +97,11 @@ def test_parse_dist_metadata_reads_both_requirement_spellings_and_stops_at_the_b
     ("nvidia-ncclx", None),
 ])
 def test_nccl_requirement_spellings(req, expected):
-    assert nccl.nccl_requirement([req]) == expected
+    assert nccl_requirement([req]) == expected
 
 
 def test_parse_conf_reads_like_nccl():
-    values, problems = nccl.parse_conf(
+    values, problems = parse_conf(
         "#comment=ignored\nNCCL_IB_GID_INDEX=3\nNCCL_IB_GID_INDEX=0\nno equals sign\n"
         "NCCL_DEBUG=INFO\r\nNCCL_SOCKET_IFNAME=\"eth0\"\n  # indented=comment\n")
     assert values["NCCL_IB_GID_INDEX"] == "3"          # first one wins, as setenv(.., 0)
@@ -108,15 +115,15 @@ def test_parse_conf_reads_like_nccl():
 
 
 def test_parse_ibverbs_driver_and_plugin_kind():
-    assert nccl.parse_ibverbs_driver("driver mlx5\n") == ["mlx5"]
-    assert nccl.parse_ibverbs_driver("driver\n# driver x\n") == []
-    assert nccl.plugin_kind("libnccl-tuner-ofi.so") == "tuner"
-    assert nccl.plugin_kind("libnccl-net-gcp.so") == "net"
+    assert parse_ibverbs_driver("driver mlx5\n") == ["mlx5"]
+    assert parse_ibverbs_driver("driver\n# driver x\n") == []
+    assert plugin_kind("libnccl-tuner-ofi.so") == "tuner"
+    assert plugin_kind("libnccl-net-gcp.so") == "net"
 
 
-PARSERS = [nccl.parse_ldconfig, nccl.parse_ld_so_conf, nccl.parse_torch_version_py,
-           nccl.parse_dist_metadata, nccl.parse_conf, nccl.parse_ibverbs_driver,
-           nccl.plugin_kind, nccl.file_version, nccl.version_key]
+PARSERS = [parse_ldconfig, parse_ld_so_conf, parse_torch_version_py,
+           parse_dist_metadata, parse_conf, parse_ibverbs_driver,
+           plugin_kind, file_version, version_key]
 
 
 @pytest.mark.parametrize("parser", PARSERS, ids=lambda p: p.__name__)
@@ -388,7 +395,7 @@ def test_live_host_on_a_mounted_root_opens_the_library_inside_it(tmp_path):
 
 def test_probing_never_imports_torch():
     code = ("import sys\n"
-            "from ncclcheck.host import LiveHost\n"
+            "from ncclcheck.host.live import LiveHost\n"
             "from ncclcheck.probes import nccl\n"
             "data = nccl.collect(LiveHost(), [])\n"
             "assert data['libraries'], data\n"
@@ -401,7 +408,7 @@ def test_probing_never_imports_torch():
 
 
 def test_a_recording_of_this_machine_replays_to_the_same_data(tmp_path):
-    from ncclcheck.host import RecordingHost
+    from ncclcheck.host.recording import RecordingHost
 
     live = RecordingHost()
     first, first_errors = collect(live)

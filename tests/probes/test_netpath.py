@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ncclcheck.host import RecordedHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import netpath
 from ncclcheck.rules import NODE_RULES
 from ncclcheck.rules.engine import evaluate

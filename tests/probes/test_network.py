@@ -7,18 +7,27 @@ import sys
 
 import pytest
 
-from ncclcheck.host import LiveHost, RecordedHost, RecordingHost
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
+from ncclcheck.host.recording import RecordingHost
 from ncclcheck.probe import run_section
 from ncclcheck.probes import network
-from ncclcheck.probes.network import Interface, NetworkData
+from ncclcheck.probes.network.addrs import (parse_if_inet6, parse_ip_json, parse_net_addrs,
+                                            prefix_from_netmask)
+from ncclcheck.probes.network.links import (classify, is_virtual_path, parse_carrier, parse_int,
+                                            parse_numa_node, parse_pci_address, parse_speed,
+                                            parse_uevent)
+from ncclcheck.probes.network.routes import parse_ipv6_route, parse_proc_route
+from ncclcheck.probes.network.types import KINDS
+from ncclcheck.probes.network.types import Interface, NetworkData
 from netfix import copy_host
 
 
 GARBAGE = [None, "", "\n", "garbage", "\x00\xff\xfe", "1 2 3\n4 5 6\n", "-" * 5000, "0x", "[]", "{}"]
-PARSERS = [network.parse_int, network.parse_uevent, network.parse_speed, network.parse_carrier,
-           network.parse_numa_node, network.parse_pci_address, network.is_virtual_path,
-           network.prefix_from_netmask, network.parse_ip_json, network.parse_if_inet6,
-           network.parse_proc_route, network.parse_ipv6_route, network.parse_net_addrs]
+PARSERS = [parse_int, parse_uevent, parse_speed, parse_carrier,
+           parse_numa_node, parse_pci_address, is_virtual_path,
+           prefix_from_netmask, parse_ip_json, parse_if_inet6,
+           parse_proc_route, parse_ipv6_route, parse_net_addrs]
 
 
 def by_name(data: NetworkData) -> dict[str, Interface]:
@@ -47,7 +56,7 @@ def test_parse_net_addrs_handles_psutil_answer_shapes():
                   "netmask": "ffff:ffff:ffff:ffff::"}],
         "eth0:vip": [{"family": "inet", "address": "192.0.2.9", "netmask": "255.255.255.255"}],
         "ib0": [{"family": "inet6", "address": "10.0.0.1", "netmask": "ffff::"}]}}
-    out = network.parse_net_addrs(answer, {"eth0", "ib0"})
+    out = parse_net_addrs(answer, {"eth0", "ib0"})
     assert [a["address"] for a in out["eth0"]["ipv4"]] == ["192.0.2.2", "192.0.2.77", "192.0.2.9"]
     assert out["eth0"]["ipv4"][1] == {"address": "192.0.2.77", "prefix": 32, "subnet": "192.0.2.77/32"}
     assert out["eth0"]["ipv6"] == [{"address": "fe80::fc:ff:fe00:1", "prefix": 64,
@@ -72,7 +81,7 @@ def test_parse_net_addrs_handles_psutil_answer_shapes():
     (dict(name="enP1p0s2", arphrd=1, devtype=None, has_device=True, link_kind=None), "physical"),
 ])
 def test_classify(kwargs, kind):
-    assert network.classify(**kwargs) == kind
+    assert classify(**kwargs) == kind
 
 
 # -- recorded hosts ----------------------------------------------------------------------------
@@ -218,7 +227,7 @@ def test_net_addrs_query_answers_plain_json():
 
 
 def test_net_addrs_without_psutil_is_a_query_failure(monkeypatch):
-    from ncclcheck.host import QueryFailed
+    from ncclcheck.errors import QueryFailed
     from ncclcheck.native.net import net_addrs
 
     monkeypatch.setitem(sys.modules, "psutil", None)
@@ -231,7 +240,7 @@ def test_live_host_does_not_crash_and_finds_loopback():
     lo = by_name(data)["lo"]
     assert lo["kind"] == "loopback"
     assert {"address": "127.0.0.1", "prefix": 8, "subnet": "127.0.0.0/8"} in lo["ipv4"]
-    assert all(i["kind"] in network.KINDS for i in data["interfaces"])
+    assert all(i["kind"] in KINDS for i in data["interfaces"])
     assert data["address_source"].startswith("net_addrs query (psutil")
 
 

@@ -40,7 +40,7 @@ def scenario_names() -> list[str]:
 @cache
 def replayed(fixture: str) -> str:
     """The facts document of a recorded host, as JSON text (probed once per test session)."""
-    from ncclcheck.host import RecordedHost
+    from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
 
     return json.dumps(collect_facts(RecordedHost(HOSTS / fixture)))

@@ -24,8 +24,10 @@ import pytest
 
 from png import colours, read_png
 from report_fixtures import REPORTS, documents
-from ncclcheck import report
 from ncclcheck.charts import PALETTE, REFERENCE_COLOUR
+from ncclcheck.report.documents import load_documents
+from ncclcheck.report.page import make_report
+from ncclcheck.report.view import build_view
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
@@ -74,7 +76,7 @@ def rgb(colour: str) -> tuple[int, int, int]:
 
 def write_page(tmp_path: Path, paths: list[str], name: str) -> Path:
     page = tmp_path / name
-    page.write_text(report.make_report(paths, "html"))
+    page.write_text(make_report(paths, "html"))
     return page
 
 
@@ -87,7 +89,7 @@ def test_full_report_renders_with_its_chart_and_a_clean_console(tmp_path):
     assert "Content-Security-Policy" in dom and "default-src 'none'" in dom
     polylines = re.findall(r'<polyline points="([^"]+)"', dom)
     assert len(polylines) == 1 and len(polylines[0].split()) == 31
-    view = report.build_view(report.load_documents(documents("h100-ib")))
+    view = build_view(load_documents(documents("h100-ib")))
     assert dom.count('class="finding ') == view["findings"]["total"] > 5
     assert 'id="nodes"' in dom
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import pytest
 
 from report_fixtures import REPORTS, SETS, documents
-from ncclcheck import __version__, report
+from ncclcheck import __version__
+from ncclcheck.report.page import make_report
 
 GENERATED_AT = "2026-11-21T12:00:00Z"
 
 
 def rendered(name: str) -> str:
-    text = report.make_report(documents(name), "md", generated_at=GENERATED_AT)
+    text = make_report(documents(name), "md", generated_at=GENERATED_AT)
     return text.replace(f"ncclcheck {__version__}", "ncclcheck VERSION")
 
 

@@ -7,20 +7,21 @@ import json
 import pytest
 
 from report_fixtures import REPORTS, SETS, documents, run_cli
-from ncclcheck import report, schema
+from ncclcheck import schema
 from ncclcheck.errors import BadInput
 from ncclcheck.exitcodes import ExitCode
+from ncclcheck.report.documents import KINDS, load_documents
 
 
 @pytest.mark.parametrize("name", SETS)
 def test_every_fixture_document_is_recognised(name):
-    loaded = report.load_documents(documents(name))
-    assert loaded and all(d["kind"] == report.KINDS[d["doc"]["schema"]] for d in loaded)
+    loaded = load_documents(documents(name))
+    assert loaded and all(d["kind"] == KINDS[d["doc"]["schema"]] for d in loaded)
 
 
 def test_all_five_kinds_are_covered_by_fixtures():
-    kinds = {d["kind"] for name in SETS for d in report.load_documents(documents(name))}
-    assert kinds == set(report.KINDS.values())
+    kinds = {d["kind"] for name in SETS for d in load_documents(documents(name))}
+    assert kinds == set(KINDS.values())
 
 
 def write(tmp_path, name, content):
@@ -54,14 +55,14 @@ def test_a_bad_document_is_refused_naming_the_file(tmp_path, name, content, need
     path = write(tmp_path, name, content)
     good = documents("cloud-vm")[0]
     with pytest.raises(BadInput) as err:
-        report.load_documents([good, path])
+        load_documents([good, path])
     assert str(err.value).startswith(path) and needle in str(err.value)
 
 
 def test_missing_file_and_directory(tmp_path):
     for path in (str(tmp_path / "absent.json"), str(tmp_path)):
         with pytest.raises(BadInput, match=r"cannot read"):
-            report.load_documents([path])
+            load_documents([path])
 
 
 @pytest.mark.parametrize("name, content, needle", BAD[:5], ids=[b[0] for b in BAD[:5]])

@@ -11,13 +11,15 @@ import jinja2
 import pytest
 
 from report_fixtures import SETS, documents
-from ncclcheck import report
 from ncclcheck.report.advice import recommendation_view
+from ncclcheck.report.documents import load_documents
+from ncclcheck.report.page import FORMATS, make_report, render
 from ncclcheck.report.page import environment
+from ncclcheck.report.view import build_view
 
 
 def view_of(name, **kw):
-    return report.build_view(report.load_documents(documents(name)), generated_at="T", **kw)
+    return build_view(load_documents(documents(name)), generated_at="T", **kw)
 
 
 def plain(value):
@@ -106,7 +108,7 @@ def test_what_recommend_did_not_set_is_shown_with_why():
     assert rec["overrides"] == [{"var": "NCCL_NET", "value": "Socket", "hosts": "a"}]
     assert rec["variables"][0]["reasons"][0]["docs"] == "", "only http(s) links"
     assert "NCCL_NET=IB" in rec["env_file"] and "NCCL_DEBUG_FILE" in rec["env_file"]
-    page = report.render({**view_of("cloud-vm"), "recommendations": [rec]}, "html")
+    page = render({**view_of("cloud-vm"), "recommendations": [rec]}, "html")
     assert "qualify equally" in page and "withheld" in page and "Overridden" in page
 
 
@@ -133,8 +135,8 @@ def test_missing_keys_get_defaults_not_errors(tmp_path):
         path = tmp_path / f"d{i}.json"
         path.write_text(json.dumps(doc))
         paths.append(str(path))
-    for fmt in report.FORMATS:
-        assert report.make_report(paths, fmt, generated_at="T")
+    for fmt in FORMATS:
+        assert make_report(paths, fmt, generated_at="T")
 
 
 def test_strict_undefined_turns_a_template_typo_into_an_error():
@@ -169,7 +171,7 @@ def hostile_set(tmp_path):
 
 
 def test_html_escapes_document_text_everywhere_including_the_svg(tmp_path):
-    page = report.make_report(hostile_set(tmp_path), "html", generated_at="T")
+    page = make_report(hostile_set(tmp_path), "html", generated_at="T")
     assert "<script" not in page and "&lt;script&gt;" in page
     env = page[page.index('<section id="env">'):]
     env = env[:env.index("</section>")]
@@ -195,7 +197,7 @@ def outside_code_fences(md: str) -> str:
 
 
 def test_markdown_keeps_document_text_inert(tmp_path):
-    full = report.make_report(hostile_set(tmp_path), "md", generated_at="T")
+    full = make_report(hostile_set(tmp_path), "md", generated_at="T")
     md = outside_code_fences(full)
     assert "<script>" not in md and "&lt;script&gt;" in md
     # the env file block quotes the value recommend refused, as text, inside its fence
@@ -228,7 +230,7 @@ class Resources(HTMLParser):
 
 @pytest.mark.parametrize("name", SETS)
 def test_html_is_self_contained(name):
-    page = report.render(view_of(name), "html")
+    page = render(view_of(name), "html")
     parser = Resources()
     parser.feed(page)
     assert parser.csp == "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -240,7 +242,7 @@ def test_html_is_self_contained(name):
 
 def test_golden_view_is_deterministic():
     a, b = view_of("roce-compare"), view_of("roce-compare")
-    assert report.render(a, "html") == report.render(b, "html")
+    assert render(a, "html") == render(b, "html")
 
 
 def test_templates_receive_no_live_objects(monkeypatch):
@@ -251,7 +253,7 @@ def test_templates_receive_no_live_objects(monkeypatch):
     saved = json.loads(json.dumps(view))
     for chart in saved["charts"]:
         chart["svg"] = Markup(chart["svg"])
-    assert report.render(saved, "html") == report.render(copy.deepcopy(view), "html")
+    assert render(saved, "html") == render(copy.deepcopy(view), "html")
 
 
 def test_a_large_cluster_keeps_its_outliers_in_view(tmp_path):
@@ -266,7 +268,7 @@ def test_a_large_cluster_keeps_its_outliers_in_view(tmp_path):
         path = tmp_path / f"{i}.json"
         path.write_text(json.dumps(doc))
         paths.append(str(path))
-    nodes = report.build_view(report.load_documents(paths))["nodes"]
+    nodes = build_view(load_documents(paths))["nodes"]
     table = nodes["table"]
     assert len(table["rows"]) == 64 and table["more"] == 16
     assert [r["cells"][0]["text"] for r in table["rows"] if r["outlier"]] == ["node-070"]
@@ -290,11 +292,11 @@ def test_a_report_of_logs_alone_names_their_hosts_and_versions(tmp_path):
     dump(diagnose_files([str(logs / "version-mismatch-plugin-too-old.log")]), mixed)
     empty = tmp_path / "empty.json"
     dump(diagnose_files(["-"], stdin=io.BytesIO(b"")), empty)
-    view = report.build_view(report.load_documents([str(mixed), str(empty)]), generated_at="T")
+    view = build_view(load_documents([str(mixed), str(empty)]), generated_at="T")
     ov = view["overview"]
     assert ov["nodes"] == ["instance-8g-96c-1", "instance-8g-96c-4"]
     assert ov["nccl_versions"] == ["2.14.3", "2.19.3"]
     assert [d["status"] for d in ov["diagnoses"]] == ["2 findings", "no NCCL output"]
     assert view["title"] == "NCCL report: 2 nodes (instance-8g-96c-1, instance-8g-96c-4)"
-    page = report.render(view, "html")
+    page = render(view, "html")
     assert "(1 occurrence in the log)" in page and "(1 occurrences" not in page

@@ -6,9 +6,10 @@ import json
 from functools import cache
 from pathlib import Path
 
-from ncclcheck.host import LiveHost, RecordedHost
+from ncclcheck.host.live import LiveHost
+from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import collect_facts
-from ncclcheck.probes import nccl
+from ncclcheck.probes.nccl.torch import _ask_torch_nccl
 from ncclcheck.rules import nccl_library_missing
 from ncclcheck.rules.engine import evaluate
 
@@ -65,6 +66,6 @@ def test_the_probe_asks_torch_in_a_child_interpreter():
     python = LiveHost("/").query("python_paths")
     site = next(p for p in python["sys_path"] if (Path(p) / "torch").is_dir())
     torch = {"cuda": "12.4", "site_packages": site, "path": str(Path(site) / "torch")}
-    answer = nccl._ask_torch_nccl(LiveHost("/"), torch, python)
+    answer = _ask_torch_nccl(LiveHost("/"), torch, python)
     assert answer["version"] is None and answer["error"].startswith("torch.cuda.nccl.version():")
-    assert nccl._ask_torch_nccl(LiveHost("/"), {**torch, "cuda": None}, python) is None
+    assert _ask_torch_nccl(LiveHost("/"), {**torch, "cuda": None}, python) is None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ncclcheck.probes.gpu_types import Gpu, NvLink, _int, cuda_version_text, normalize_bus_id
+from ncclcheck.probes.gpu.types import Gpu, NvLink, _int, cuda_version_text, normalize_bus_id
 
 
 #: NVML_TOPOLOGY_* levels in ``nvidia-smi topo -m`` words (INTERNAL: two GPUs on one board).

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from ncclcheck.host import CommandResult, Host
-from ncclcheck.probes.gpu_types import _int, normalize_bus_id
+from ncclcheck.host.protocol import CommandResult, Host
+from ncclcheck.probes.gpu.types import _int, normalize_bus_id
 
 
 SMI_TIMEOUT_S = 10.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ncclcheck.host import Host
-from ncclcheck.probes.nccl_libs import _join
-from ncclcheck.probes.nccl_types import SYSTEM_CONF, ConfigFile
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.nccl.libs import _join
+from ncclcheck.probes.nccl.types import SYSTEM_CONF, ConfigFile
 
 
 

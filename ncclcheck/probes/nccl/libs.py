@@ -10,9 +10,11 @@ import fnmatch
 import re
 from typing import Callable, Optional
 
-from ncclcheck.host import Host, QueryFailed, follow_links
-from ncclcheck.probes.nccl_types import (CUDA_SUBDIRS, EXTRA_DIRS, LIB_NAME, PLUGIN_NAME,
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.nccl.types import (CUDA_SUBDIRS, EXTRA_DIRS, LIB_NAME, PLUGIN_NAME,
                                         SONAME, TRUSTED_DIRS, Choice, Library)
+from ncclcheck.rootpaths import follow_links
 
 
 

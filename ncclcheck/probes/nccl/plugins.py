@@ -3,9 +3,9 @@ which net plugin NCCL opens."""
 
 from __future__ import annotations
 
-from ncclcheck.host import Host
-from ncclcheck.probes.nccl_libs import _Lookup, exists
-from ncclcheck.probes.nccl_types import Choice
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.nccl.libs import _Lookup, exists
+from ncclcheck.probes.nccl.types import Choice
 
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional
 
-from ncclcheck.host import Host
-from ncclcheck.probes.nccl_libs import _Finder, _join, _Lookup, _preloaded_nccl
-from ncclcheck.probes.nccl_types import LIB_NAME, PYTHON_BASES, SONAME, Choice, Library, Torch
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.nccl.libs import _Finder, _join, _Lookup, _preloaded_nccl
+from ncclcheck.probes.nccl.types import LIB_NAME, PYTHON_BASES, SONAME, Choice, Library, Torch
 
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ncclcheck.host import Host, QueryFailed
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host
 
 
 

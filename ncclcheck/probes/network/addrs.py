@@ -7,8 +7,9 @@ import ipaddress
 import json
 from typing import Any, Optional
 
-from ncclcheck.host import Host, QueryFailed
-from ncclcheck.probes.network_types import Address, AddressMap
+from ncclcheck.errors import QueryFailed
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.network.types import Address, AddressMap
 
 
 _IPV6_SCOPES = {0x00: "global", 0x10: "host", 0x20: "link", 0x40: "site", 0x80: "compat"}

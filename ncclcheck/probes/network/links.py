@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from ncclcheck.host import Host
-from ncclcheck.probes.network_types import Address, Interface
+from ncclcheck.host.protocol import Host
+from ncclcheck.probes.network.types import Address, Interface
 
 
 #: /sys/class/net/<if>/type values (include/uapi/linux/if_arp.h).

@@ -7,7 +7,7 @@ import socket
 import struct
 from typing import Optional
 
-from ncclcheck.probes.network_types import DefaultRoute
+from ncclcheck.probes.network.types import DefaultRoute
 
 
 _RTF_UP, _RTF_REJECT = 0x0001, 0x0200
