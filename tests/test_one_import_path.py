@@ -60,7 +60,8 @@ def module_imports(tree: ast.Module) -> dict[str, int]:
 
 def names_in(tree: ast.AST) -> set[str]:
     """Names loaded in ``tree`` (``a`` of ``a.b.c`` included)."""
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
 
 
 def parsed(source: str) -> ast.AST | None:
@@ -135,7 +136,8 @@ def test_no_module_under_ncclcheck_re_exports_or_keeps_a_dead_import():
             found.add((module_name(path), name))
             where[(module_name(path), name)] = f"{path.relative_to(ROOT)}:{line}: {name}"
     new = sorted(found - PENDING)
-    assert not new, ("imported and never used: a re-export (callers import the name from the module "
-                     "that defines it) or a dead import:\n" + "\n".join(where[k] for k in new))
+    assert not new, ("imported and never used: a re-export (callers import the name from the "
+                     "module that defines it) or a dead import:\n"
+                     + "\n".join(where[k] for k in new))
     gone = sorted(PENDING - found)
     assert not gone, f"no longer re-exported: take them out of PENDING: {gone}"
