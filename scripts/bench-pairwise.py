@@ -61,27 +61,23 @@ def main() -> int:
             if rounds is None and n >= 4096 and args.no_full_4096:
                 continue
             mode = "all pairs" if rounds is None else f"--rounds {rounds}"
-            tp = total = fa = seen = hit = lfa = conf = 0
+            scores: list[dict] = []
             times: list[float] = []
             refs: list[float] = []
             for seed in range(args.seeds if n < 4096 or rounds else 1):
                 fleet = simulate.make_fleet(n, seed=seed)
                 timings: dict[str, float] = {}
                 verdict = simulate.hunt(fleet, rounds, timings)
-                s = simulate.score(fleet, verdict)
-                total += s["slow_nodes"]
-                tp += round(s["node_recall"] * s["slow_nodes"])
-                fa += s["node_false_alarms"]
-                seen += s["links_measured"]
-                hit += round((s["link_recall_measured"] or 0) * s["links_measured"])
-                lfa += s["link_false_alarms"]
-                conf += s["confirm_rounds"]
+                scores.append(simulate.score(fleet, verdict))
                 times.append(timings["schedule_and_analysis_s"])
                 refs.append(reference_s(verdict["matrix"]))
                 del verdict
-            runs = len(times)
+            a = simulate.aggregate(scores)
+            seen, hit, lfa, conf = (a["links_measured"], a["links_found"], a["link_false_alarms"],
+                                    a["confirm_rounds"])
             t, ref = statistics.median(times), statistics.median(refs)
-            recall, fa_rate = tp / total, fa / (n * runs)
+            recall = a["nodes_found"] / a["slow_nodes"]
+            fa_rate = a["node_false_alarms"] / a["nodes"]
             ok &= recall >= 0.99 and fa_rate <= 0.005
             if n >= 4096 and rounds:
                 worst_time = max(worst_time, t)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ncclcheck.pairwise import analysis, schedule
 
@@ -140,3 +140,31 @@ def score(fleet: Fleet, verdict: dict[str, Any]) -> dict[str, Any]:
         "link_false_alarms": len(named_links - truth_links),
         "confirm_rounds": verdict.get("confirm_rounds", 0),
     }
+
+
+def aggregate(scores: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Add up :func:`score` over several fleets, as counts (recalls become what was found).
+
+    >>> a = {"nodes": 64, "slow_nodes": 2, "node_recall": 0.5, "node_false_alarms": 1,
+    ...      "links_measured": 0, "link_recall_measured": None, "link_false_alarms": 0,
+    ...      "confirm_rounds": 0}
+    >>> b = {**a, "node_recall": 1.0, "node_false_alarms": 0, "links_measured": 4,
+    ...      "link_recall_measured": 0.75, "link_false_alarms": 2, "confirm_rounds": 3}
+    >>> aggregate([a, b])
+    {'fleets': 2, 'nodes': 128, 'slow_nodes': 4, 'nodes_found': 3, 'node_false_alarms': 1, \
+'links_measured': 4, 'links_found': 3, 'link_false_alarms': 2, 'confirm_rounds': 3}
+    """
+    total = dict.fromkeys(("fleets", "nodes", "slow_nodes", "nodes_found", "node_false_alarms",
+                           "links_measured", "links_found", "link_false_alarms",
+                           "confirm_rounds"), 0)
+    for s in scores:
+        total["fleets"] += 1
+        total["nodes"] += s["nodes"]
+        total["slow_nodes"] += s["slow_nodes"]
+        total["nodes_found"] += round(s["node_recall"] * s["slow_nodes"])
+        total["node_false_alarms"] += s["node_false_alarms"]
+        total["links_measured"] += s["links_measured"]
+        total["links_found"] += round((s["link_recall_measured"] or 0) * s["links_measured"])
+        total["link_false_alarms"] += s["link_false_alarms"]
+        total["confirm_rounds"] += s["confirm_rounds"]
+    return total

@@ -13,17 +13,11 @@ from ncclcheck.pairwise import schedule, simulate
                                       (4096, "auto")])
 def test_recall_and_false_alarms(n, rounds):
     k = schedule.default_rounds(n) if rounds == "auto" else None
-    tp = total = fa = seen = hit = lfa = 0
-    for seed in range(3 if n <= 1024 else 1):
-        fleet = simulate.make_fleet(n, seed=seed)
-        s = simulate.score(fleet, simulate.hunt(fleet, k))
-        total += s["slow_nodes"]
-        tp += round(s["node_recall"] * s["slow_nodes"])
-        fa += s["node_false_alarms"]
-        seen += s["links_measured"]
-        hit += round((s["link_recall_measured"] or 0) * s["links_measured"])
-        lfa += s["link_false_alarms"]
-    assert tp / total >= 0.97
+    fleets = [simulate.make_fleet(n, seed=seed) for seed in range(3 if n <= 1024 else 1)]
+    a = simulate.aggregate(simulate.score(fleet, simulate.hunt(fleet, k)) for fleet in fleets)
+    fa, seen, hit, lfa = (a["node_false_alarms"], a["links_measured"], a["links_found"],
+                          a["link_false_alarms"])
+    assert a["nodes_found"] / a["slow_nodes"] >= 0.97
     assert fa <= max(1, 0.01 * n)
     if seen:
         assert hit / seen >= 0.9
@@ -50,3 +44,17 @@ def test_confirmation_rounds_run_when_suspects():
     assert [v["host"] for v in verdict["slow_nodes"]] == ["node7"]
     assert verdict["confirm_rounds"] >= 1
     assert verdict["slow_nodes"][0]["pair_count"] == 6 + 3
+
+
+def test_aggregate_adds_up_scores_as_counts():
+    fleets = [simulate.make_fleet(64, seed=seed) for seed in (1, 2)]
+    scores = [simulate.score(f, simulate.hunt(f, schedule.default_rounds(64))) for f in fleets]
+    a = simulate.aggregate(scores)
+    assert a["fleets"] == 2 and a["nodes"] == 128
+    assert a["slow_nodes"] == sum(s["slow_nodes"] for s in scores)
+    assert a["nodes_found"] == sum(round(s["node_recall"] * s["slow_nodes"]) for s in scores)
+    assert a["links_found"] <= a["links_measured"]
+    assert a["confirm_rounds"] == sum(s["confirm_rounds"] for s in scores)
+    none = {**scores[0], "links_measured": 0, "link_recall_measured": None}
+    assert simulate.aggregate([none])["links_found"] == 0
+    assert simulate.aggregate([]) == dict.fromkeys(a, 0)
