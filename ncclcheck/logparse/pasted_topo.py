@@ -60,7 +60,7 @@ class PastedTopo:
     def close(self) -> None:
         """End the matrix being read (at a foreign line, a new prompt, or the end of input)."""
         if self._lines and len(self.matrices) < MAX_MATRICES:
-            from ncclcheck.probes.gpu.smi import (parse_topo_matrix)  # only when a matrix is pasted
+            from ncclcheck.probes.gpu.smi import parse_topo_matrix  # only when a matrix is pasted
 
             topo = parse_topo_matrix("\n".join(self._lines))
             if topo["labels"]:

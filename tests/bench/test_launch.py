@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from ncclcheck.bench.launch import check_master_addr, choose_backend, plan_node
-from ncclcheck.bench.options import BenchOptions, run_deadline, stall_limit
+from ncclcheck.bench.launch import (
+    check_master_addr,
+    choose_backend,
+    plan_node,
+)
+from ncclcheck.bench.options import (
+    BenchOptions,
+    run_deadline,
+    stall_limit,
+)
 from ncclcheck.errors import BadInput
 
 

@@ -17,7 +17,7 @@ from ncclcheck.host.live import LiveHost
 from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probes import nccl
 from ncclcheck.probes.nccl.conf import parse_conf
-from ncclcheck.probes.nccl.libs import (file_version, parse_ld_so_conf, parse_ldconfig, version_key)
+from ncclcheck.probes.nccl.libs import file_version, parse_ld_so_conf, parse_ldconfig, version_key
 from ncclcheck.probes.nccl.plugins import plugin_kind
 from ncclcheck.probes.nccl.torch import (nccl_requirement, parse_dist_metadata,
                                          parse_torch_version_py)
