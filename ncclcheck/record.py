@@ -1,8 +1,8 @@
 """``ncclcheck record DIR``: capture what the probe reads on this node, to replay or attach to a bug.
 
-It runs every probe through a :class:`~ncclcheck.host.recording.RecordingHost`, then writes the files,
-command outputs and native answers it touched in :class:`~ncclcheck.host.recorded.RecordedHost`'s layout,
-plus ``facts.json`` (what the probe made of them) and a README. ``ncclcheck probe --replay DIR``
+It runs every probe through a :class:`~ncclcheck.host.recording.RecordingHost`, then writes the
+files, command outputs and native answers it touched in
+:class:`~ncclcheck.host.recorded.RecordedHost`'s layout, plus ``facts.json`` (what the probe made of them) and a README. ``ncclcheck probe --replay DIR``
 gives the same facts on any machine.
 
 With scrubbing (the default), identifiers are replaced consistently, so that relations survive

@@ -1,8 +1,9 @@
 """Native queries: machine facts that are neither a file nor a command.
 
 NVML calls and ``dlopen`` of libraries cannot be replayed as files, so a probe asks
-``host.query(name, *args)`` and gets plain JSON back. :class:`~ncclcheck.host.live.LiveHost` calls the
-function registered here; :class:`~ncclcheck.host.recorded.RecordedHost` replays the recorded answer.
+``host.query(name, *args)`` and gets plain JSON back. :class:`~ncclcheck.host.live.LiveHost`
+calls the function registered here; :class:`~ncclcheck.host.recorded.RecordedHost` replays the
+recorded answer.
 
 Each query is ``fn(host, *args) -> JSON``; it raises :class:`~ncclcheck.errors.QueryFailed` when it
 cannot answer. Queries that load foreign libraries run them in a child process with a timeout, so

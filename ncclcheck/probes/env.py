@@ -1,11 +1,11 @@
 """env: the NCCL-relevant environment, and nothing else of it.
 
-Only what :func:`ncclcheck.host.envfilter.env_allowed` admits ever reaches this section: every ``NCCL_*``
-and ``TORCH_NCCL_*`` variable, ``CUDA_VISIBLE_DEVICES``, and a short list of launcher, library
-path and fabric variables (:data:`ncclcheck.host.envfilter.ENV_ALLOW_NAMES`). A secret in the environment
-never appears in any output, because the host never hands it out; nor does the secret of a
-``user:secret@`` inside an allow-listed value (``MASTER_ADDR=tcp://user:secret@host``), which
-the host replaces with ``***`` (:func:`ncclcheck.host.envfilter.hide_credentials`).
+Only what :func:`ncclcheck.host.envfilter.env_allowed` admits ever reaches this section: every
+``NCCL_*`` and ``TORCH_NCCL_*`` variable, ``CUDA_VISIBLE_DEVICES``, and a short list of launcher,
+library path and fabric variables (:data:`ncclcheck.host.envfilter.ENV_ALLOW_NAMES`). A secret in
+the environment never appears in any output, because the host never hands it out; nor does the
+secret of a ``user:secret@`` inside an allow-listed value (``MASTER_ADDR=tcp://user:secret@host``),
+which the host replaces with ``***`` (:func:`ncclcheck.host.envfilter.hide_credentials`).
 
 Sources: the allow-listed environment of the probing process.
 """
