@@ -2,8 +2,8 @@
 
 It runs every probe through a :class:`~ncclcheck.host.recording.RecordingHost`, then writes the
 files, command outputs and native answers it touched in
-:class:`~ncclcheck.host.recorded.RecordedHost`'s layout, plus ``facts.json`` (what the probe made of them) and a README. ``ncclcheck probe --replay DIR``
-gives the same facts on any machine.
+:class:`~ncclcheck.host.recorded.RecordedHost`'s layout, plus ``facts.json`` (what the probe made
+of them) and a README. ``ncclcheck probe --replay DIR`` gives the same facts on any machine.
 
 With scrubbing (the default), identifiers are replaced consistently, so that relations survive
 (two files naming the same address still name the same one, and a /24 subnet stays shared):

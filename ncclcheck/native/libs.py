@@ -289,8 +289,9 @@ def verbs(host: Any, drivers: list[str]) -> dict[str, Any]:
 
     ``drivers`` are the names of ``/etc/libibverbs.d/*.driver`` files, as the nccl probe reads
     them (:func:`ncclcheck.probes.nccl.verbs.parse_ibverbs_driver`); they are part of the
-    question, so a recording answers for the drivers it saw. Devices are listed (``ibv_get_device_list``) only
-    on the live root: for a mounted root they would be this machine's.
+    question, so a recording answers for the drivers it saw. Devices are listed
+    (``ibv_get_device_list``) only on the live root: for a mounted root they would be this
+    machine's.
     """
     names = [str(d) for d in drivers]
     live = os.path.abspath(getattr(host, "root", "/") or "/") == "/"
