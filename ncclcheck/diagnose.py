@@ -26,23 +26,23 @@ from itertools import repeat
 from typing import Any, BinaryIO, Optional, Sequence
 
 from ncclcheck.errors import BadInput
-from ncclcheck.jobdir.inputs import InlineScan, expand, prefetch, read_dump, scan_text
-from ncclcheck.jobdir.job import JobReader
-from ncclcheck.judge.derived import run_checks
 from ncclcheck.judge.derived_base import plural
-from ncclcheck.judge.pasted import check_pasted
-from ncclcheck.logparse.nccl import OLD_KEYS
-from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
-from ncclcheck.logparse.pasted import Pasted
-from ncclcheck.logparse.prefilter import iter_blocks2
 from ncclcheck.logparse.proc import Proc
 from ncclcheck.logparse.reader import (
     InputStats,
     check_readable,
     open_source,
 )
+from ncclcheck.logparse.prefilter import iter_blocks2
+from ncclcheck.logparse.nccl import OLD_KEYS
+from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
+from ncclcheck.logparse.pasted import Pasted
 from ncclcheck.logparse.state import LogState
 from ncclcheck.schema import envelope, now_utc
+from ncclcheck.judge.derived import run_checks
+from ncclcheck.judge.pasted import check_pasted
+from ncclcheck.jobdir.inputs import InlineScan, expand, prefetch, read_dump, scan_text
+from ncclcheck.jobdir.job import JobReader
 
 MAX_RANKS_LISTED = 4096
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
-from ncclcheck.judge.derived_base import _raise, plural
 from ncclcheck.logparse.proc import Proc
 from ncclcheck.logparse.state import LogState
+from ncclcheck.judge.derived_base import _raise, plural
 
 #: GPU name (as nccl-tests prints it) -> the platform where GPUDirect RDMA is unsupported by design.
 NO_GDR_BY_DESIGN = {"NVIDIA GB10": "DGX Spark (GB10)"}

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
-from ncclcheck.judge.derived_base import _raise, plural
-from ncclcheck.judge.derived_gdr import no_gdr_platform
 from ncclcheck.logparse.proc import Proc
 from ncclcheck.logparse.state import LogState
 from ncclcheck.logparse.version_hints import show, version_in
 from ncclcheck.signatures.ib import peermem_words
+from ncclcheck.judge.derived_base import _raise, plural
+from ncclcheck.judge.derived_gdr import no_gdr_platform
 
 #: RDMA device name prefix -> what it is (rdma-core provider names, as /sys/class/infiniband shows).
 VENDORS = (

@@ -11,11 +11,11 @@ import sys
 import pytest
 
 from ncclcheck import heatmap
-from ncclcheck.errors import BadInput
 from ncclcheck.pairwise import document, simulate
 from ncclcheck.report.documents import check_shape, load_documents
 from ncclcheck.report.view import build_view
 from ncclcheck.schema import dumps
+from ncclcheck.errors import BadInput
 
 
 def hunt_doc(n, slow_node=4, slow_link=(1, 5)):

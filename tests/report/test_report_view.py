@@ -13,8 +13,8 @@ import pytest
 from report_fixtures import SETS, documents
 from ncclcheck.report.advice import recommendation_view
 from ncclcheck.report.documents import load_documents
-from ncclcheck.report.page import FORMATS, make_report, render
 from ncclcheck.report.page import environment
+from ncclcheck.report.page import FORMATS, make_report, render
 from ncclcheck.report.view import build_view
 
 
