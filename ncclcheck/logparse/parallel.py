@@ -3,8 +3,8 @@
 Finding the lines that matter (:func:`~ncclcheck.logparse.prefilter.iter_blocks2`) is about half
 of ``diagnose``'s time on a job-sized log (issue 24: 200 MB at NCCL_DEBUG=INFO, one line in
 eleven NCCL's). :func:`blocks` cuts a regular file of :data:`MIN_BYTES` or more into segments of
-:data:`SEGMENT_BYTES` at line starts and hands them round-robin to :func:`cpus` forked workers
-(at most :data:`MAX_WORKERS`). Each worker runs the same ``iter_blocks2`` over its segments and
+:data:`SEGMENT_BYTES` at line starts and hands them round-robin to forked workers, one per idle
+CPU (:func:`workers_for`). Each worker runs the same ``iter_blocks2`` over its segments and
 sends, per segment, the lines it took with their line numbers within the segment, as
 :mod:`marshal` data (plain bytes and numbers; no pickle). This process takes the segments in the
 file's order, adds the lines before each to its numbers, and parses them while the workers read
@@ -190,11 +190,18 @@ def _worker(fd: int, mine: list[int], n: int, conn: Any, parent: int, args: tupl
 
 
 def workers_for(size: int) -> Optional[int]:
-    """Workers for a file of ``size`` bytes: None (one process) under :data:`MIN_BYTES`, on one
-    CPU, or off Linux."""
+    """Workers for a file of ``size`` bytes: one per CPU this process may use and nothing else
+    keeps busy (the 1-minute load average), at most :data:`MAX_WORKERS`; None (one process)
+    under :data:`MIN_BYTES`, with fewer than two such CPUs, or off Linux. Workers cost about a
+    third more CPU in all than one process: on a node whose CPUs train, they would slow it."""
     if size < MIN_BYTES or not sys.platform.startswith("linux"):
         return None
-    n = min(cpus(), MAX_WORKERS, -(-size // SEGMENT_BYTES))
+    n = cpus()
+    try:
+        idle = int(n - os.getloadavg()[0] + 0.5)
+    except OSError:
+        idle = n
+    n = min(n, idle, MAX_WORKERS, -(-size // SEGMENT_BYTES))
     return n if n >= 2 else None
 
 

@@ -31,6 +31,7 @@ def tiny(monkeypatch):
     """Every file is read by 3 workers, in segments of ``tiny(n)`` bytes."""
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     monkeypatch.setattr(parallel, "cpus", lambda root="/": 3)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
 
     def segments(n: int) -> None:
         monkeypatch.setattr(parallel, "SEGMENT_BYTES", n)
@@ -134,11 +135,17 @@ def test_nothing_is_left_running_when_the_reader_stops_early(tiny, tmp_path):
     assert not multiprocessing.active_children()
 
 
-def test_small_gzip_and_stdin_inputs_take_one_process(monkeypatch, tmp_path):
-    """Under MIN_BYTES, for gzip and for ``-``: no worker (read as before, in this process)."""
+def test_small_busy_gzip_and_stdin_inputs_take_one_process(monkeypatch, tmp_path):
+    """Under MIN_BYTES, with under two idle CPUs, for gzip and for ``-``: no worker (read as
+    before, in this process)."""
     monkeypatch.setattr(parallel, "cpus", lambda root="/": 3)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
     assert parallel.workers_for(parallel.MIN_BYTES - 1) is None
     assert parallel.workers_for(parallel.MIN_BYTES) == 3
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))   # a CPU busy: one less
+    assert parallel.workers_for(parallel.MIN_BYTES) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.0, 0.0))   # under two idle: none
+    assert parallel.workers_for(parallel.MIN_BYTES) is None
     monkeypatch.setattr(parallel, "MIN_BYTES", 0)
     started = []
     monkeypatch.setattr(parallel, "_parallel", lambda *a: started.append(a) or iter(()))
