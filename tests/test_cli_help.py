@@ -16,7 +16,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from ncclcheck.cli import cli
+from ncclcheck.cli.main import cli
 
 GOLDEN = Path(__file__).parent / "fixtures" / "cli-help"
 WIDTH = 100 - 2  #: click.formatting.HelpFormatter: min(COLUMNS, max_content_width) - 2
