@@ -61,8 +61,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("tune", {"tune"}),
     ("drawing", {"render"}),
     ("report", {"report"}),
-    ("commands", {"diagnose", "record", "rank", "benchcmd", "clibase", "cliopts"}),
-    ("command-line parts", {"clitune", "clibench", "cliprobe", "clik8s"}),
+    ("commands", {"diagnose", "record", "rank", "benchcmd"}),
     ("command line", {"cli"}),
     ("entry point", {"__main__"}),
 ]
