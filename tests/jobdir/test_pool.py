@@ -17,7 +17,7 @@ import pytest
 
 import ncclcheck.jobdir.inputs as inputs
 import ncclcheck.jobdir.pool as pool
-from ncclcheck.cli import main
+from ncclcheck.cli.main import main
 from ncclcheck.diagnose import diagnose_files
 from ncclcheck.errors import BadInput
 from ncclcheck.logparse import parallel

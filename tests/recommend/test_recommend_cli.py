@@ -156,9 +156,9 @@ def test_probe_from_shows_what_differs(tmp_path):
 
 
 def test_recommend_never_imports_torch(files):
-    code = ("import sys\nfrom ncclcheck import cli\n"
+    code = ("import sys\nfrom ncclcheck.cli.main import main\n"
             "try:\n"
-            f"    cli.main(['recommend', '-q', '--probe', {str(files['roce-pair'])!r}])\n"
+            f"    main(['recommend', '-q', '--probe', {str(files['roce-pair'])!r}])\n"
             "except SystemExit:\n    pass\n"
             "sys.stderr.write('LOADED:' + ','.join(m for m in sys.modules if m.split('.')[0] == 'torch'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -195,7 +195,7 @@ def test_a_rule_that_fails_on_valid_facts_is_named_in_the_file_and_fail_on(files
             "from ncclcheck.rules import net_socket_ifname as r\n"
             "def boom(nodes):\n    raise KeyError('interfaces')\n"
             "object.__setattr__(r.RULE, 'check', boom)\n"
-            "from ncclcheck.cli import main\nmain(sys.argv[1:])\n")
+            "from ncclcheck.cli.main import main\nmain(sys.argv[1:])\n")
 
     def ncclcheck(*args):
         return subprocess.run([sys.executable, "-c", boom, *args], capture_output=True,
