@@ -152,7 +152,7 @@ def recommend(obj: Ctx, probe_paths: tuple, bench_paths: tuple, fmt: str, output
       ncclcheck recommend --probe cluster.json --dump-dir /shared/hang > nccl.env
     """
     from ncclcheck.cluster import gc_paused
-    from ncclcheck.recommend import run_command
+    from ncclcheck.recommend.command import run_command
 
     with gc_paused():  # the whole short-lived command: 1,000 facts files parse 3x faster
         doc, text, problems = run_command(list(probe_paths), list(bench_paths), fmt,

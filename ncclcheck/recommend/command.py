@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ncclcheck import schema
+from ncclcheck import outfile, schema
 from ncclcheck.recommend.document import recommend
 from ncclcheck.recommend.inputs import load_bench, load_facts, probe_this_node
 from ncclcheck.recommend.text import explainable, explainable_lines, problems, render_output
@@ -28,7 +28,7 @@ def write_candidates(doc: dict[str, Any], folder: str) -> list[str]:
         paths = []
         for name, text in candidate_files(tie, doc["env"]).items():
             path = os.path.join(folder, name)
-            schema.write_atomic(path, text)
+            outfile.write_atomic(path, text)
             paths.append(path)
         tie["files"] = paths
         tie["decide_with"] = "ncclcheck bench --hostfile HOSTS --compare " + " ".join(paths)
@@ -42,7 +42,7 @@ def verify_document(doc: dict[str, Any], nccl_lib: str | None,
     import os
     import tempfile
 
-    from ncclcheck.verify import find_libnccl, verify, where_warnings
+    from ncclcheck.recommend.verify import find_libnccl, verify, where_warnings
 
     with tempfile.TemporaryDirectory(prefix="ncclcheck-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
