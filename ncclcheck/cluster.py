@@ -29,7 +29,7 @@ from typing import Any
 
 from ncclcheck import schema
 from ncclcheck.errors import BadInput, NcclcheckError
-from ncclcheck.schema import split_documents  # noqa: F401 - read here by callers and tests
+from ncclcheck.schema import split_documents
 from ncclcheck.textsafe import printable
 
 FACTS = "ncclcheck/facts"

@@ -1,4 +1,5 @@
-"""ncclcheck.remote.watchdog run locally: exit codes, and the whole tree stopped on EOF/deadline/signal."""
+"""ncclcheck.remote.watchdog run locally: exit codes, and the whole tree stopped on
+EOF/deadline/signal."""
 
 from __future__ import annotations
 

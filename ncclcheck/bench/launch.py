@@ -1,8 +1,8 @@
 """Start the ranks and watch them: one node, many nodes over ssh, or inside a launcher.
 
 * **Single node** (no ``--hostfile``): one local agent (:mod:`~ncclcheck.bench.agent`) under
-  :mod:`ncclcheck.remote.watchdog` spawns one rank per visible GPU (NCCL), or ``--procs N`` CPU ranks
-  (gloo) when there is no GPU.
+  :mod:`ncclcheck.remote.watchdog` spawns one rank per visible GPU (NCCL), or ``--procs N`` CPU
+  ranks (gloo) when there is no GPU.
 * **Many nodes** (``--nodes N --hostfile FILE``): every node answers ``agent --hello`` over ssh
   first (reachable? GPUs? torch?); then one agent per node starts over the system ssh
   (:class:`ncclcheck.remote.ssh.SSH`: BatchMode, ConnectTimeout, ``~/.ssh/config`` or ``-F``), with
@@ -240,8 +240,8 @@ def run_single_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
     master = (opts.master_addr or "127.0.0.1", opts.master_port or agent.free_port())
     spec = agent_spec(opts, backend, 0, [count], master)
     data = json.dumps(spec).encode()
-    argv = [sys.executable, "-m", "ncclcheck.remote.watchdog", "--deadline", f"{run_deadline(opts):g}",
-            "--stdin-bytes", str(len(data)), "--", sys.executable, "-m", "ncclcheck.bench.agent"]
+    argv = [sys.executable, "-m", "ncclcheck.remote.watchdog",
+            "--deadline", f"{run_deadline(opts):g}", "--stdin-bytes", str(len(data)), "--", sys.executable, "-m", "ncclcheck.bench.agent"]
     monitor = Monitor(opts, progress, [host])
     target = Target(host="localhost")
     monitor.processes = [RemoteProcess(target, argv, data, keep_stdin_open=True,

@@ -8,7 +8,8 @@ safely -> the recommendation document, and the text of the chosen format.
 One module per job (this file imports none of them):
 
 * :mod:`ncclcheck.recommend.inputs`: facts and bench documents in;
-* :mod:`ncclcheck.recommend.merge`: the variables the findings propose, merged without a silent pick;
+* :mod:`ncclcheck.recommend.merge`: the variables the findings propose, merged, never picking
+  in silence;
 * :mod:`ncclcheck.recommend.ties`: ties decided by measured bus bandwidth, candidate env files;
 * :mod:`ncclcheck.recommend.document`: the recommendation document;
 * :mod:`ncclcheck.recommend.text`: the env file's text, the other formats, ``--fail-on`` problems;

@@ -21,7 +21,8 @@ from ncclcheck.recommend.verify import VERIFY_TIMEOUT_S, find_libnccl, verify, w
 
 
 def verify_text(env_text: str, nccl_lib: str | None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """:func:`ncclcheck.recommend.verify.verify` on ``env_text`` written to a private temporary file."""
+    """:func:`ncclcheck.recommend.verify.verify` on ``env_text`` written to a private temporary
+    file."""
     with tempfile.TemporaryDirectory(prefix="ncclcheck-tune-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
         with open(path, "w", encoding="utf-8") as f:

@@ -1,4 +1,4 @@
-"""ncclcheck/recommend/ output: comment lines never split a value; the header is true for
+"""ncclcheck/recommend/text.py output: comment lines never split a value; the header is true for
 each way the file is read."""
 
 from __future__ import annotations
