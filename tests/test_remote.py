@@ -267,7 +267,7 @@ def test_launcher_death_stops_local_ssh_and_remote_tree(two_nodes):
     launcher = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from ncclcheck.hostfile import Target
-        from ncclcheck.remote import SSH
+        from ncclcheck.remote.ssh import SSH
         p = SSH(ssh_config={two_nodes.ssh_config!r}).start(Target("node1"),
                 ["sh", "-c", "sleep {mark} & echo running; wait"])
         assert p.stdout.wait_for("running", 20)
