@@ -30,7 +30,6 @@ from typing import Any
 from ncclcheck import schema
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.schema import split_documents
-from ncclcheck.textsafe import printable
 
 FACTS = "ncclcheck/facts"
 CLUSTER = "ncclcheck/cluster"

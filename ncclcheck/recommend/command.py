@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ncclcheck import outfile, schema
+from ncclcheck import outfile
 from ncclcheck.recommend.document import recommend
 from ncclcheck.recommend.inputs import load_bench, load_facts, probe_this_node
 from ncclcheck.recommend.text import explainable, explainable_lines, problems, render_output
