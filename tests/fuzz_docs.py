@@ -177,7 +177,7 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
     from ncclcheck.diagnose import diagnose_files
     from ncclcheck.host import RecordedHost
     from ncclcheck.probe import collect_facts
-    from ncclcheck.recommend import recommend
+    from ncclcheck.recommend.document import recommend
     from ncclcheck.schema import dumps
 
     facts = [collect_facts(RecordedHost(h)) for h in sorted(HOSTS.iterdir()) if h.is_dir()]

@@ -45,18 +45,17 @@ MAX_LINES = 400
 #: ncclcheck/__init__.py). A module may import its own unit and units on floors below its own:
 #: never a unit on its own floor, never one above.
 FLOORS: list[tuple[str, set[str]]] = [
-    ("words", {"", "exitcodes", "textsafe", "envformat", "pdsh", "rootpaths"}),
+    ("words", {"", "exitcodes", "textsafe", "envformat", "rootpaths"}),
     ("errors", {"errors"}),
-    ("files", {"infile", "outfile", "validate", "verify", "charts", "heatmap", "remote_quoting"}),
-    ("documents", {"schema", "hostfile", "recommend_ties"}),
+    ("files", {"infile", "outfile", "validate", "charts", "heatmap"}),
+    ("documents", {"schema", "hostfile"}),
     ("kubernetes", {"k8s"}),
-    ("processes", {"remote_process"}),
-    ("machine below", {"native", "remote", "slurm", "watchdog"}),
+    ("machine below", {"native", "remote"}),
     ("rooted reader", {"host"}),
     ("facts and verdicts", {"probes", "rules", "signatures", "pairwise", "expected"}),
     ("log parsing", {"logparse"}),
     ("measuring, judging, probing", {"bench", "judge", "probe", "jobdir"}),
-    ("cluster", {"cluster", "recommend_text"}),
+    ("cluster", {"cluster"}),
     ("recommend", {"recommend"}),
     ("tune", {"tune"}),
     ("drawing", {"render"}),

@@ -41,7 +41,7 @@ class Ctx:
 def emit(text: str, output: str | None) -> None:
     """Write a document to ``-o FILE`` atomically, or to stdout."""
     if output and output != "-":
-        from ncclcheck.schema import write_atomic
+        from ncclcheck.outfile import write_atomic
 
         write_atomic(output, text)
     else:

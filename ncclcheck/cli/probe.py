@@ -67,7 +67,7 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
 
     if output and output != "-" and os.path.isdir(output):
         raise BadInput(f"-o {output}: is a directory, not a file")
-    from ncclcheck.slurm import choose_launcher
+    from ncclcheck.remote.slurm import choose_launcher
 
     launcher = choose_launcher(launcher, hostfile, list(from_paths), root, replay)
     if hostfile or from_paths or launcher == "slurm":

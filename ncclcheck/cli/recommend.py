@@ -1,5 +1,5 @@
 """The ``ncclcheck recommend`` command (registered on the root group in ``main.py``): parse,
-call :func:`ncclcheck.recommend.run_command`, render. No logic here."""
+call :func:`ncclcheck.recommend.command.run_command`, render. No logic here."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def recommend(obj: Ctx, probe_paths: tuple, bench_paths: tuple, fmt: str, output
       ncclcheck recommend --probe cluster.json --dump-dir /shared/hang > nccl.env
     """
     from ncclcheck.cluster import gc_paused
-    from ncclcheck.recommend import run_command
+    from ncclcheck.recommend.command import run_command
 
     with gc_paused():  # the whole short-lived command: 1,000 facts files parse 3x faster
         doc, text, problems = run_command(list(probe_paths), list(bench_paths), fmt,

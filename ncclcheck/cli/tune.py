@@ -68,7 +68,8 @@ def tune(obj: Any, output: str | None, as_json: bool, doc_path: str | None, quie
     """
     from ncclcheck.cli.context import emit
     from ncclcheck.render.tune import progress_for, render_summary
-    from ncclcheck.schema import dumps, write_atomic
+    from ncclcheck.outfile import write_atomic
+    from ncclcheck.schema import dumps
     from ncclcheck.tune.command import TuneRequest, tune as run_tune
 
     doc, _final, text = run_tune(TuneRequest(**options), progress_for(obj.err, quiet))

@@ -228,7 +228,7 @@ def test_stderr_names_a_per_node_finding_once_with_every_node(files):
 
 
 def test_verify_off_the_cluster_writes_nothing_and_says_why(files, tmp_path):
-    from ncclcheck.verify import find_libnccl
+    from ncclcheck.recommend.verify import find_libnccl
 
     if find_libnccl() is None:
         pytest.skip("needs libnccl (pip install nvidia-nccl-cu12)")
@@ -244,7 +244,8 @@ def test_verify_off_the_cluster_writes_nothing_and_says_why(files, tmp_path):
 def test_azure_header_says_not_to_replace_etc_nccl_conf(tmp_path):
     facts = Path(__file__).parent.parent / "fixtures" / "facts" / "cloud-azure-topo-file.fail.json"
     from ncclcheck.cluster import cluster_document
-    from ncclcheck.recommend import recommend, render_output
+    from ncclcheck.recommend.document import recommend
+    from ncclcheck.recommend.text import render_output
 
     doc = recommend(cluster_document(json.loads(facts.read_text()), [], source="test"))
     text = render_output(doc, "env")
