@@ -1,6 +1,6 @@
 """``python -m ncclcheck``."""
 
-from ncclcheck.cli import main
+from ncclcheck.cli.main import main
 
 if __name__ == "__main__":
     main()

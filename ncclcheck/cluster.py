@@ -29,8 +29,7 @@ from typing import Any
 
 from ncclcheck import schema
 from ncclcheck.errors import BadInput, NcclcheckError
-from ncclcheck.schema import split_documents  # noqa: F401 - read here by callers and tests
-from ncclcheck.textsafe import printable
+from ncclcheck.schema import split_documents
 
 FACTS = "ncclcheck/facts"
 CLUSTER = "ncclcheck/cluster"
@@ -109,7 +108,7 @@ def _load_file(path: Path, nodes: list[dict[str, Any]], failed: list[dict[str, s
     from ncclcheck.infile import read_text
 
     text = read_text(path)
-    from ncclcheck.pdsh import split_pdsh
+    from ncclcheck.remote.pdsh import split_pdsh
 
     per_host = split_pdsh(text)  # pdsh -w ... probe --json: "host: line" lines
     docs = [] if per_host else split_documents(text, str(path))
@@ -196,11 +195,11 @@ def probe_hosts(targets: list[Any], ssh: Any, timeout: float = DEFAULT_TIMEOUT_S
 
     Args:
         targets: :class:`ncclcheck.hostfile.Target` nodes.
-        ssh: an :class:`ncclcheck.remote.SSH`.
+        ssh: an :class:`ncclcheck.remote.ssh.SSH`.
         timeout: seconds per node, connection included.
     """
     if run_all is None:
-        from ncclcheck.remote import run_all
+        from ncclcheck.remote.ssh import run_all
     results = run_all(ssh, targets, probe_argv(ssh.remote_python, only), timeout, concurrency)
     nodes: list[dict[str, Any]] = []
     failed: list[dict[str, str]] = []
@@ -349,7 +348,7 @@ def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | N
         raise BadInput("--launcher ssh needs --hostfile")
     from ncclcheck.hostfile import load_hostfile
     from ncclcheck.probe import select
-    from ncclcheck.remote import SSH
+    from ncclcheck.remote.ssh import SSH
 
     if only:
         select(only.split(","))  # refuse unknown sections here, not on every node
@@ -362,10 +361,11 @@ def collect_cluster(hostfile: str | None, nodes: int | None, ssh_config: str | N
 def probe_via_srun(environ: dict[str, str], timeout: float, only: str | None,
                    python: str | None = None) -> dict[str, Any]:
     """``probe --launcher slurm``: the cluster document of every node in the allocation (srun
-    from :mod:`ncclcheck.slurm`, which stays below the documents it launches)."""
+    from :mod:`ncclcheck.remote.slurm`, which stays below the documents it launches)."""
     import sys
 
-    from ncclcheck.slurm import LABEL_RE, allocation_nodes, run_srun, split_labelled, srun_argv
+    from ncclcheck.remote.slurm import (LABEL_RE, allocation_nodes, run_srun, split_labelled,
+                                        srun_argv)
 
     nodes = allocation_nodes(environ)
     argv = srun_argv(len(nodes), probe_argv(python or sys.executable, only), False,

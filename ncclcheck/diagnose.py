@@ -33,7 +33,7 @@ from ncclcheck.logparse.reader import (
     check_readable,
     open_source,
 )
-from ncclcheck.logparse.prefilter import iter_blocks2
+from ncclcheck.logparse.parallel import blocks
 from ncclcheck.logparse.nccl import OLD_KEYS
 from ncclcheck.logparse.pasted import KEYS_FOLLOW as PASTED_FOLLOW
 from ncclcheck.logparse.pasted import Pasted
@@ -155,8 +155,8 @@ def diagnose_files(paths: Sequence[str], stdin: Optional[BinaryIO] = None) -> di
             tests = pasted.tests
             # one pass for both readers (issue 24): ``which & 2`` lines go to the job scan,
             # ``which & 1`` lines (what iter_matching with KEYS and NEXT_KEYS takes) to the parse
-            for numbers, lines, whiches in iter_blocks2(
-                    src.stream, src.stats, KEYS, NEXT_KEYS, inline.keys if inline else (),
+            for numbers, lines, whiches in blocks(       # a big file: prefiltered by workers
+                    src, path, KEYS, NEXT_KEYS, inline.keys if inline else (),
                     inline.follow if inline else {}):
                 if whiches is None and state.fast and not tests.reading:
                     state.feed_block(lines, numbers, name)     # NCCL lines only: C loops

@@ -23,7 +23,7 @@ from typing import Any, Callable
 from ncclcheck import __version__
 from ncclcheck.errors import BadInput
 from ncclcheck.textsafe import printable
-from ncclcheck.outfile import write_atomic  # noqa: F401  (re-exported: schema.write_atomic)
+from ncclcheck.outfile import write_atomic
 
 #: schema name -> the newest version this ncclcheck reads and writes.
 SCHEMAS: dict[str, int] = {

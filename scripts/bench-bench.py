@@ -157,7 +157,7 @@ def ncclcheck_bench(cluster, *args: str) -> dict:
 def on_both_nodes(cluster, code: str, env: dict[str, str]) -> dict:
     """Run ``python -c code`` as ranks 0 and 1 (node1, node2) over ssh; rank 0's JSON line."""
     from ncclcheck.hostfile import Target
-    from ncclcheck.remote import SSH
+    from ncclcheck.remote.ssh import SSH
 
     ssh = SSH(ssh_config=cluster.ssh_config)
     port = 29000 + int(time.time() * 1000) % 1000

@@ -8,7 +8,7 @@ document, the rows of a recorded nccl-tests table, hostfile lines, env file line
 command that reads it runs in a fresh process under the address-space limit. Printed per run:
 the input's size, the peak resident memory (``ru_maxrss`` of the child), their ratio, the exit
 code and whether it ended in MemoryError. The reference, measured in the same run, is
-``python -c "import ncclcheck.cli"``'s peak (what every command pays before reading).
+``python -c "import ncclcheck.cli.main"``'s peak (what every command pays before reading).
 
     python3 scripts/bench-memory.py [--fraction 1.0] [--as-limit 2000000000] [--only table]
 
@@ -126,7 +126,7 @@ def main() -> int:
     parser.add_argument("--only", default="")
     args = parser.parse_args()
     py = [sys.executable, "-m", "ncclcheck"]
-    code, _, base, _ = peak([sys.executable, "-c", "import ncclcheck.cli"], args.as_limit)
+    code, _, base, _ = peak([sys.executable, "-c", "import ncclcheck.cli.main"], args.as_limit)
     print(f"address-space limit {args.as_limit / 1e9:g} GB; reference: importing the CLI "
           f"peaks at {base / 1024:.0f} MiB")
     print(f"{'kind':<9} {'command':<10} {'cap MiB':>8} {'input MiB':>10} {'peak MiB':>9} "

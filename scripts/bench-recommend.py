@@ -46,7 +46,9 @@ sys.path.insert(0, str(REPO))
 from ncclcheck.cluster import cluster_document
 from ncclcheck.host.recorded import RecordedHost
 from ncclcheck.probe import collect_facts
-from ncclcheck.recommend import recommend, render_output, run_command
+from ncclcheck.recommend.command import run_command
+from ncclcheck.recommend.document import recommend
+from ncclcheck.recommend.text import render_output
 from ncclcheck.schema import dumps
 
 TARGET_S = 2.0

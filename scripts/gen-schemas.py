@@ -95,7 +95,7 @@ def samples() -> dict[str, list]:
     from ncclcheck.diagnose import diagnose_files
     from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
-    from ncclcheck.recommend import run_command
+    from ncclcheck.recommend.command import run_command
 
     docs: dict[str, list] = {k: [] for k in schema.SCHEMAS}
 

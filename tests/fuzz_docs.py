@@ -41,7 +41,8 @@ def run_cli(argv: list[str]) -> Outcome:
     """``ncclcheck ARGV`` in this process: exit code, stderr, seconds."""
     from rich.console import Console
 
-    from ncclcheck.cli import Ctx, main
+    from ncclcheck.cli.context import Ctx
+    from ncclcheck.cli.main import main
 
     out, err = io.StringIO(), io.StringIO()
     ctx = Ctx(Console(file=io.StringIO(), width=100), Console(file=io.StringIO(), width=100))
@@ -176,7 +177,7 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
     from ncclcheck.diagnose import diagnose_files
     from ncclcheck.host.recorded import RecordedHost
     from ncclcheck.probe import collect_facts
-    from ncclcheck.recommend import recommend
+    from ncclcheck.recommend.document import recommend
     from ncclcheck.schema import dumps
 
     facts = [collect_facts(RecordedHost(h)) for h in sorted(HOSTS.iterdir()) if h.is_dir()]
@@ -306,7 +307,7 @@ def option_cases(folder: Path) -> list[tuple[str, str, list[str]]]:
     """``(command, option, argv)``: every option that takes a value, of every command."""
     import click
 
-    from ncclcheck.cli import cli
+    from ncclcheck.cli.main import cli
 
     out = []
     for name, base in command_bases(folder).items():

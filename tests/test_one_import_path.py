@@ -19,54 +19,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ncclcheck"
 
-#: removed by s26-cli / s26-recrem: the lead empties this at merge.
-PENDING = {
-    ("ncclcheck.cli", "SEVERITIES"),
-    ("ncclcheck.cluster", "printable"),
-    ("ncclcheck.recommend", "NOISE"),
-    ("ncclcheck.recommend", "_same"),
-    ("ncclcheck.recommend", "_wrap"),
-    ("ncclcheck.recommend", "footer_lines"),
-    ("ncclcheck.recommend", "group_findings"),
-    ("ncclcheck.recommend", "header_lines"),
-    ("ncclcheck.recommend", "notes_for"),
-    ("ncclcheck.recommend", "run_value"),
-    ("ncclcheck.recommend", "tie_line"),
-    ("ncclcheck.remote", "KILL_GRACE"),
-    ("ncclcheck.remote", "MAX_OUTPUT_BYTES"),
-    ("ncclcheck.remote", "OutputBuffer"),
-    ("ncclcheck.remote", "ssh_failure"),
-}
+#: (module, name) pairs let through while another branch removes them: empty since s26-cli and
+#: s26-recrem (which removed cli, cluster, recommend and remote's re-exports) are merged.
+PENDING: set[tuple[str, str]] = set()
 
-
-#: ``from ncclcheck.x import name`` where x only imports the name (a caller of a re-export); the
-#: same branches take these out: the lead empties this at merge too. (file, module, name)
-PENDING_CALLERS = {
-    ("ncclcheck/bench/command.py", "ncclcheck.remote", "validate_remote_python"),
-    ("ncclcheck/bench/command.py", "ncclcheck.schema", "write_atomic"),
-    ("ncclcheck/bench/launch.py", "ncclcheck.remote", "RemoteProcess"),
-    ("ncclcheck/bench/monitor.py", "ncclcheck.remote", "ssh_failure"),
-    ("ncclcheck/clibase.py", "ncclcheck.schema", "write_atomic"),
-    ("ncclcheck/clitune.py", "ncclcheck.schema", "write_atomic"),
-    ("ncclcheck/render/recommend.py", "ncclcheck.recommend", "group_findings"),
-    ("ncclcheck/render/recommend.py", "ncclcheck.recommend", "tie_line"),
-    ("ncclcheck/report/advice.py", "ncclcheck.recommend", "render_output"),
-    ("ncclcheck/tune/command.py", "ncclcheck.recommend", "render_output"),
-    ("scripts/bench-recommend.py", "ncclcheck.recommend", "render_output"),
-    ("tests/diagnose/test_diagnose_cli.py", "ncclcheck.cli", "Ctx"),
-    ("tests/fuzz_docs.py", "ncclcheck.cli", "Ctx"),
-    ("tests/recommend/test_cluster_loader.py", "ncclcheck.cluster", "split_documents"),
-    ("tests/recommend/test_recommend_cli.py", "ncclcheck.recommend", "render_output"),
-    ("tests/recommend/test_recommend_output.py", "ncclcheck.recommend", "_wrap"),
-    ("tests/recommend/test_recommend_output.py", "ncclcheck.recommend", "footer_lines"),
-    ("tests/recommend/test_recommend_output.py", "ncclcheck.recommend", "header_lines"),
-    ("tests/recommend/test_recommend_scenarios.py", "ncclcheck.recommend", "render_output"),
-    ("tests/rules/test_env_safety.py", "ncclcheck.recommend", "render_output"),
-    ("tests/test_remote.py", "ncclcheck.remote", "RemoteProcess"),
-    ("tests/test_remote.py", "ncclcheck.remote", "remote_command"),
-    ("tests/test_remote.py", "ncclcheck.remote", "ssh_failure"),
-    ("tests/test_remote.py", "ncclcheck.remote", "validate_remote_python"),
-}
+#: The same for the callers' side: (file, module, name). Empty for the same reason.
+PENDING_CALLERS: set[tuple[str, str, str]] = set()
 
 
 def module_imports(tree: ast.Module) -> dict[str, int]:

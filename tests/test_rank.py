@@ -159,7 +159,7 @@ def test_cli_errors_exit_2_with_one_line(tmp_path):
 @needs_netns
 def test_every_node_finds_its_rank_over_ssh(two_nodes, tmp_path):
     from ncclcheck.hostfile import load_hostfile
-    from ncclcheck.remote import SSH, run_all
+    from ncclcheck.remote.ssh import SSH, run_all
 
     names = tmp_path / "hostfile-names"  # node1-eth0 resolves only through the nodes' /etc/hosts
     names.write_text("".join(f"{n.name}-eth0 slots=4\n" for n in two_nodes.nodes))
@@ -191,7 +191,7 @@ def test_every_node_finds_its_rank_over_ssh(two_nodes, tmp_path):
 def test_master_and_worker_agree_on_the_port_while_29500_is_busy(two_nodes):
     """The README's flow with 29500 taken on the master: never two different MASTER_PORTs."""
     from ncclcheck.hostfile import load_hostfile
-    from ncclcheck.remote import SSH
+    from ncclcheck.remote.ssh import SSH
 
     ssh = SSH(ssh_config=two_nodes.ssh_config)
     master, worker = load_hostfile(two_nodes.hostfile)

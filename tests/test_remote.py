@@ -18,7 +18,8 @@ from netns_cluster import make_cluster, two_nodes  # noqa: F401
 
 from ncclcheck.errors import BadInput
 from ncclcheck.hostfile import Target, load_hostfile
-from ncclcheck.remote import SSH, remote_command, run_all, ssh_failure, validate_remote_python
+from ncclcheck.remote.quoting import remote_command, ssh_failure, validate_remote_python
+from ncclcheck.remote.ssh import SSH, run_all
 
 HOSTILE = ["$(touch {p})", "`touch {p}`", "; touch {p}", "| touch {p}", "&& touch {p}",
            "a'b\"c", "$HOME", "*", "~", "\\", "line\nbreak", "", " spaced  out ", "-n",
@@ -87,7 +88,7 @@ def test_remote_python_and_destination_validation(tmp_path):
 def test_wrap_puts_the_watchdog_first():
     ssh = SSH(remote_python="/opt/py/bin/python3")
     assert ssh.wrap(["a", "b"], deadline=12.5, stdin_bytes=4) == [
-        "/opt/py/bin/python3", "-m", "ncclcheck.watchdog", "--deadline", "12.5",
+        "/opt/py/bin/python3", "-m", "ncclcheck.remote.watchdog", "--deadline", "12.5",
         "--stdin-bytes", "4", "--", "a", "b"]
     assert SSH(watchdog=False).wrap(["a"], 3) == ["a"]
     assert SSH().remote_python == sys.executable
@@ -107,7 +108,7 @@ def test_ssh_failure_lines(stderr, expected):
 
 def test_output_held_open_by_a_leftover_does_not_hang_the_reader():
     """A ControlPersist master or ProxyCommand can keep ssh's pipes open after ssh exits."""
-    from ncclcheck.remote import RemoteProcess
+    from ncclcheck.remote.process import RemoteProcess
 
     mark = marker()
     process = RemoteProcess(Target("localhost"), ["sh", "-c", f"sleep {mark} & echo hi"],
@@ -266,7 +267,7 @@ def test_launcher_death_stops_local_ssh_and_remote_tree(two_nodes):
     launcher = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from ncclcheck.hostfile import Target
-        from ncclcheck.remote import SSH
+        from ncclcheck.remote.ssh import SSH
         p = SSH(ssh_config={two_nodes.ssh_config!r}).start(Target("node1"),
                 ["sh", "-c", "sleep {mark} & echo running; wait"])
         assert p.stdout.wait_for("running", 20)

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from ncclcheck import schema
+from ncclcheck import outfile, schema
 from ncclcheck.errors import BadInput, NcclcheckError
 
 
@@ -50,14 +50,14 @@ def test_write_atomic_keeps_old_file_on_failure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(NcclcheckError, match="No space left on device.*unchanged"):
-        schema.write_atomic(target, "new")
+        outfile.write_atomic(target, "new")
     assert target.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["facts.json"]   # no temp file left
 
 
 def test_write_atomic_into_missing_dir_is_bad_input(tmp_path):
     with pytest.raises(BadInput, match="cannot write"):
-        schema.write_atomic(tmp_path / "no" / "dir.json", "x")
+        outfile.write_atomic(tmp_path / "no" / "dir.json", "x")
 
 
 def test_dumps_is_stable():
@@ -67,5 +67,5 @@ def test_dumps_is_stable():
 def test_write_atomic_onto_a_directory_is_bad_input(tmp_path):
     (tmp_path / "out").mkdir()
     with pytest.raises(BadInput, match="cannot write"):
-        schema.write_atomic(tmp_path / "out", "x")
+        outfile.write_atomic(tmp_path / "out", "x")
     assert [p.name for p in tmp_path.iterdir()] == ["out"]

@@ -1,13 +1,14 @@
-"""Slurm launcher helpers (ncclcheck/slurm.py) and pdsh input; srun itself runs for real in
+"""Slurm launcher helpers (ncclcheck/remote/slurm.py) and pdsh input; srun itself runs for real in
 tests/test_launchers.py."""
 
 from __future__ import annotations
 
 import pytest
 
-from ncclcheck import cluster, slurm
+from ncclcheck import cluster
+from ncclcheck.remote import slurm
 from ncclcheck.errors import BadInput
-from ncclcheck.pdsh import split_pdsh
+from ncclcheck.remote.pdsh import split_pdsh
 
 
 def test_node_lists_expand_like_scontrol_show_hostnames():

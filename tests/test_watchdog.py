@@ -1,4 +1,5 @@
-"""ncclcheck.watchdog run locally: exit codes, and the whole tree stopped on EOF/deadline/signal."""
+"""ncclcheck.remote.watchdog run locally: exit codes, and the whole tree stopped on
+EOF/deadline/signal."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-WATCHDOG = [sys.executable, "-m", "ncclcheck.watchdog"]
+WATCHDOG = [sys.executable, "-m", "ncclcheck.remote.watchdog"]
 
 
 def marker() -> str:

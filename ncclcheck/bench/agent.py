@@ -1,6 +1,6 @@
 """The per-node agent: spawns this node's ranks and reports for them (no torch here).
 
-The launcher starts one agent per node, over ssh under :mod:`ncclcheck.watchdog` (or locally,
+The launcher starts one agent per node, over ssh under :mod:`ncclcheck.remote.watchdog` (or locally,
 under the same watchdog), as::
 
     python -m ncclcheck.bench.agent --hello     # facts the launcher needs first, then exit

@@ -75,7 +75,7 @@ def bench_options(req: BenchRequest, extra_env: dict[str, str] | None = None) ->
     if req.nccl_log_dir:
         check_log_dir(req.nccl_log_dir, local=not req.hostfile)
     if req.remote_python:
-        from ncclcheck.remote import validate_remote_python
+        from ncclcheck.remote.quoting import validate_remote_python
 
         validate_remote_python(req.remote_python)
     if req.master_addr:
@@ -139,7 +139,8 @@ def write_outputs(doc: dict[str, Any], req: BenchRequest, text: str, err: Any,
 
     ``to_file`` False (every run failed) keeps the user's earlier ``-o`` file, and says so.
     """
-    from ncclcheck.schema import dumps, write_atomic
+    from ncclcheck.outfile import write_atomic
+    from ncclcheck.schema import dumps
 
     if req.output and req.output != "-" and not to_file:
         err.print(f"every run failed: {req.output} is not written (an earlier file stays as "

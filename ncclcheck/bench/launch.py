@@ -1,18 +1,18 @@
 """Start the ranks and watch them: one node, many nodes over ssh, or inside a launcher.
 
 * **Single node** (no ``--hostfile``): one local agent (:mod:`~ncclcheck.bench.agent`) under
-  :mod:`ncclcheck.watchdog` spawns one rank per visible GPU (NCCL), or ``--procs N`` CPU ranks
-  (gloo) when there is no GPU.
+  :mod:`ncclcheck.remote.watchdog` spawns one rank per visible GPU (NCCL), or ``--procs N`` CPU
+  ranks (gloo) when there is no GPU.
 * **Many nodes** (``--nodes N --hostfile FILE``): every node answers ``agent --hello`` over ssh
   first (reachable? GPUs? torch?); then one agent per node starts over the system ssh
-  (:class:`ncclcheck.remote.SSH`: BatchMode, ConnectTimeout, ``~/.ssh/config`` or ``-F``), with
+  (:class:`ncclcheck.remote.ssh.SSH`: BatchMode, ConnectTimeout, ``~/.ssh/config`` or ``-F``), with
   the same interpreter path as this one unless ``--remote-python``. Rank 0 hosts the
   torch.distributed TCPStore on the first node, at the address ssh reached that node on
   (``--master-addr``/``--master-port`` override it).
 * **Inside a launcher** (torchrun, srun, mpirun, DeepSpeed): :func:`run_in_launcher` runs this
   process as the rank it was given and spawns nothing.
 * **Through Slurm** (``--launcher slurm``, the default inside salloc/sbatch without
-  ``--hostfile``): :func:`ncclcheck.slurm.bench_via_srun` starts one rank per node with srun.
+  ``--hostfile``): :func:`ncclcheck.remote.slurm.bench_via_srun` starts one rank per node with srun.
 
 :class:`Monitor` watches the agents' event streams. Nothing hangs: rendezvous and each
 collective have ``--timeout`` (the process group's); the monitor also fails the run when an
@@ -46,7 +46,7 @@ from ncclcheck.bench.options import (
 )
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.k8s.launcher import detect_launcher
-from ncclcheck.slurm import bench_via_srun, in_allocation
+from ncclcheck.remote.slurm import bench_via_srun, in_allocation
 
 
 def run(opts: BenchOptions, progress: Progress | None = None,
@@ -220,7 +220,7 @@ def run_single_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
     """One local agent for this node's ranks."""
     from ncclcheck.bench import agent
     from ncclcheck.hostfile import Target
-    from ncclcheck.remote import RemoteProcess
+    from ncclcheck.remote.process import RemoteProcess
 
     if not torch_available():
         raise NcclcheckError(INSTALL_HINT)
@@ -235,8 +235,8 @@ def run_single_node(opts: BenchOptions, progress: Progress) -> dict[str, Any]:
     master = (opts.master_addr or "127.0.0.1", opts.master_port or agent.free_port())
     spec = agent_spec(opts, backend, 0, [count], master)
     data = json.dumps(spec).encode()
-    argv = [sys.executable, "-m", "ncclcheck.watchdog", "--deadline", f"{run_deadline(opts):g}",
-            "--stdin-bytes", str(len(data)), "--", sys.executable, "-m", "ncclcheck.bench.agent"]
+    argv = [sys.executable, "-m", "ncclcheck.remote.watchdog",
+            "--deadline", f"{run_deadline(opts):g}", "--stdin-bytes", str(len(data)), "--", sys.executable, "-m", "ncclcheck.bench.agent"]
     monitor = Monitor(opts, progress, [host])
     target = Target(host="localhost")
     monitor.processes = [RemoteProcess(target, argv, data, keep_stdin_open=True,
@@ -269,7 +269,7 @@ def run_multi_node(opts: BenchOptions, progress: Progress,
                    watch: list | None = None) -> dict[str, Any]:
     """One agent per hostfile node over ssh."""
     from ncclcheck.hostfile import load_hostfile
-    from ncclcheck.remote import SSH, run_all
+    from ncclcheck.remote.ssh import SSH, run_all
 
     targets = load_hostfile(opts.hostfile, opts.nodes)
     ssh = SSH(ssh_config=opts.ssh_config, connect_timeout=opts.connect_timeout,

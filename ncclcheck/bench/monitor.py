@@ -121,7 +121,7 @@ class Monitor:
 
     def agent_ended(self, node: int, code: int) -> None:
         """Agent ``node`` exited with ``code``."""
-        from ncclcheck.remote import ssh_failure
+        from ncclcheck.remote.quoting import ssh_failure
 
         if code == 0 and node in self.done_nodes:
             return

@@ -61,7 +61,7 @@ def fleet_size(req: Any) -> int:
         return len(load_hostfile(req.hostfile, req.nodes))
     from ncclcheck.bench.environ import rank_env
     from ncclcheck.k8s.launcher import POD_LAUNCHERS, detect_launcher
-    from ncclcheck.slurm import allocation_nodes, in_allocation
+    from ncclcheck.remote.slurm import allocation_nodes, in_allocation
 
     environ = dict(os.environ)
     launcher = detect_launcher(environ)
@@ -234,7 +234,7 @@ def a_rank_died(monitor: Any) -> bool:
 def liveness(req: Any, targets: list) -> list[int]:
     """The nodes (indices into ``targets``) that do not answer a short ssh command with the
     hunt's python (:data:`LIVENESS_S` each, all at once): dead, not slow."""
-    from ncclcheck.remote import SSH, run_all
+    from ncclcheck.remote.ssh import SSH, run_all
 
     ssh = SSH(ssh_config=req.ssh_config, connect_timeout=req.connect_timeout,
               remote_python=req.remote_python, watchdog=False)

@@ -1,8 +1,8 @@
 """One rank of ``bench --launcher slurm``: ``srun`` starts this module on every node.
 
 The options come from ``NCCLCHECK_BENCH_OPTIONS`` (the JSON of
-:class:`~ncclcheck.bench.options.BenchOptions`, set by :func:`ncclcheck.slurm.bench_via_srun`);
-the rank, world size and rendezvous come from Slurm's variables, as for
+:class:`~ncclcheck.bench.options.BenchOptions`, set by
+:func:`ncclcheck.remote.slurm.bench_via_srun`); the rank, world size and rendezvous come from Slurm's variables, as for
 ``srun ncclcheck bench``. Rank 0 prints the bench document (indented JSON: srun splits long
 lines); a failing rank
 prints ``ncclcheck: error: ...`` on stderr and exits non-zero, so ``srun --kill-on-bad-exit``

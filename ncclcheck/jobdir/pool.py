@@ -1,10 +1,11 @@
 """Many Flight Recorder dumps read by worker processes: bounded, ordered, nothing left behind.
 
 Unpickling is most of a dump's time and runs in C under each process's own lock, so
-:func:`read_ahead` forks a few workers (:func:`cpus`: one per CPU this process may use, at most
-:data:`MAX_WORKERS`). Each is handed chunks of dumps as it drains (two chunks in flight), reads
-them with the reader one process uses (:func:`~.inputs.read_dump`: the restricted unpickler,
-nothing in a dump runs) and sends back for each, over its own pipe, only what the verdict keeps:
+:func:`read_ahead` forks a few workers (one per CPU this process may use, at most
+:data:`MAX_WORKERS`; :func:`~ncclcheck.logparse.parallel.cpus`). Each is handed chunks of dumps
+as it drains (two chunks in flight), reads them with the reader one process uses
+(:func:`~.inputs.read_dump`: the restricted unpickler, nothing in a dump runs) and sends back for
+each, over its own pipe, only what the verdict keeps:
 the compact columns as bytes and the signatures and member lists it met for the first time, as a
 pickle of plain data (tuples, strings, bytes, numbers) that this side reads with the same
 restricted unpickler. The messages are taken in the dumps' order (one that comes early waits for
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import sys
 from array import array
 from typing import Any, Callable, Iterator, Optional
@@ -32,33 +32,13 @@ from ncclcheck.errors import BadInput
 from ncclcheck.jobdir.fr import PgTrace, RankTrace
 from ncclcheck.jobdir.job import JobReader
 from ncclcheck.jobdir.unpickle import UnsafePickle, safe_loads
+from ncclcheck.logparse.parallel import cpus, signals_blocked, worker_start
 
 #: a worker's RSS is ~35 MiB of the interpreter (shared with this process, but counted in each)
 #: plus its dump; 8 of them read 4,096 dumps in seconds and keep the tree under 1 GiB
 MAX_WORKERS = 8
 #: memory a worker keeps when freed, for its next dump (glibc's trim and mmap thresholds)
 KEEP_BYTES = 64 << 20
-
-
-def cpus(root: str = "/") -> int:
-    """CPUs this process may use: its affinity (else the machine's count), capped by its
-    cgroup v2 CPU quota (``cpu.max``: a container's or a Slurm step's limit; ``root``: where
-    /proc and /sys are, for tests)."""
-    try:
-        n = len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):
-        n = os.cpu_count() or 1
-    try:
-        with open(os.path.join(root, "proc/self/cgroup"), encoding="ascii") as f:
-            rel = next(ln[3:].strip() for ln in f if ln.startswith("0::"))
-        with open(os.path.join(root, f"sys/fs/cgroup{rel.rstrip('/')}/cpu.max"),
-                  encoding="ascii") as f:
-            quota, period = f.read().split()[:2]
-        if quota != "max":
-            n = min(n, max(1, -(-int(quota) // int(period))))
-    except (OSError, StopIteration, ValueError, UnicodeDecodeError):
-        pass
-    return n
 
 
 def _pack(trace: RankTrace, members: dict[tuple, int], new_members: list[tuple]) -> tuple:
@@ -84,23 +64,17 @@ def _worker(tasks: Any, results: Any, dumps: list[str], read: Callable[..., Any]
             parent: int) -> None:
     """In a worker: for each chunk of indices into ``dumps`` it is given, one message per dump
     (``read``: :func:`~.inputs.read_dump`)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)     # whatever the parent made of it
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:                                       # die with the parent, however it ends
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL)                                # PR_SET_PDEATHSIG
+    libc = worker_start(parent)
+    if libc is False:
+        return
+    try:
         # glibc maps a large buffer (a dump's bytes) and unmaps it when freed, so every dump
         # faulted its pages in again (~440 faults a dump: a tenth of a worker's CPU): freed
         # memory is kept for the next dump instead, up to :data:`KEEP_BYTES`
         libc.mallopt(-1, KEEP_BYTES)                                  # M_TRIM_THRESHOLD
         libc.mallopt(-3, KEEP_BYTES // 2)                             # M_MMAP_THRESHOLD
-    except (OSError, AttributeError):
+    except AttributeError:                     # no libc (None), or no mallopt (not glibc)
         pass
-    if os.getppid() != parent:
-        return
     job = JobReader()
     sent_sigs = 0
     members: dict[tuple, int] = {}
@@ -237,15 +211,10 @@ def read_ahead(job: JobReader, dumps: list[str], workers: int,
     early: dict[int, tuple[_Remote, tuple]] = {}     # come before an earlier dump
     members: dict[tuple[int, ...], tuple[int, ...]] = {}
     nxt = 0
-    # blocked in the workers from their start until they ignore Ctrl-C (this process's) and
-    # take SIGTERM's default (a handler of this process's would not stop them)
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
-        try:
+        with signals_blocked():
             for _ in range(workers):
                 remotes.append(_Remote(ctx, dumps, read))
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
         for r, msg in _receive(remotes, dumps):
             early[msg[0]] = (r, msg)
             while nxt in early:

@@ -303,7 +303,8 @@ class TextScanner:
                                      raw.decode("utf-8", "replace").rstrip()[:300]))
                 continue
             end = raw.find(b"]:", 5, 32)
-            if end < 6 or not raw[5:end].isdigit() or full.search(raw):
+            if end < 6 or not raw[5:end].isdigit() or (task is None and len(found.get(int(
+                    raw[5:end]), ())) >= LAST_LINES) or full.search(raw):   # (has its lines)
                 continue
             if task is not None and int(raw[5:end]) != task:
                 self.tasks_are_ranks = False

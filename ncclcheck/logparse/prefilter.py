@@ -284,7 +284,8 @@ def iter_matching2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
 
 def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                  follow: Mapping[bytes, int], keys2: tuple[bytes, ...],
-                 follow2: Mapping[bytes, int]
+                 follow2: Mapping[bytes, int], pending: tuple[int, int] = (0, 0),
+                 until_done: bool = False
                  ) -> Iterator[tuple[list[int], list[bytes], Optional[list[int]]]]:
     """:func:`iter_matching2` a block at a time: ``(line_numbers, lines, which)`` per chunk, where
     ``which`` is None when every line is the first reader's alone (``which == 1``) and holds
@@ -293,9 +294,14 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
     >>> s = InputStats("t")
     >>> list(iter_blocks2(io.BytesIO(b"a\\nNCCL x\\nNCCL y\\nz"), s, (b"NCCL",), {}, (), {}))
     [([2, 3], [b'NCCL x', b'NCCL y'], None)]
+
+    ``pending``: the lines still to follow (first reader's, second's) when ``stream`` starts in
+    the middle of a log (:mod:`~ncclcheck.logparse.parallel`); ``until_done``: stop after the
+    line where none is left. What is left at the end (or the lines read, with ``until_done``)
+    is put in ``stats.extra["follow_left"]`` (``stats.extra["read_until_done"]``).
     """
     lineno = 0
-    pending = pending2 = 0
+    pending, pending2 = pending
     limit = reader.MAX_LINE_BYTES
 
     def one(part: bytes) -> int:
@@ -322,6 +328,11 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                     got[0].append(i)
                     got[1].append(part)
                     got[2].append(which)
+                if until_done and not pending and not pending2:
+                    stats.extra["read_until_done"] = i
+                    if got[0]:
+                        yield got
+                    return
             if got[0]:
                 yield got
             lineno += len(parts)
@@ -348,3 +359,5 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                 lineno, prev = numbers[-1] - 1, starts[-1]
             lineno += block.count(b"\n", prev, end) + 1
     stats.lines = lineno
+    stats.extra["follow_left"] = (pending, pending2)
+    stats.extra["read_until_done"] = lineno

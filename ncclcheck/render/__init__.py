@@ -1,1 +1,1 @@
-"""Terminal rendering with rich. Only ``cli.py`` calls into here; nothing here computes facts."""
+"""Terminal rendering with rich. Only ``cli/`` calls into here; nothing here computes facts."""

@@ -12,7 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ncclcheck.recommend import group_findings, tie_line
+from ncclcheck.recommend.text import group_findings
+from ncclcheck.recommend.ties import tie_line
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -37,7 +37,7 @@ def env_file_text(doc: dict[str, Any], env: dict[str, str],
     from ncclcheck.envformat import render_env, split_safe
 
     try:
-        from ncclcheck.recommend import render_output
+        from ncclcheck.recommend.text import render_output
 
         return render_output(doc, "env")
     except (KeyError, TypeError, ValueError, AttributeError):

@@ -1,6 +1,7 @@
 """The candidate set of ``ncclcheck tune`` (pure): what is worth measuring on this fabric.
 
-From the recommendation document (:func:`ncclcheck.recommend.recommend`) and the nodes' facts:
+From the recommendation document (:func:`ncclcheck.recommend.document.recommend`) and the nodes'
+facts:
 
 * ``baseline``: NCCL's defaults (no variable set), the reference every decision is made against;
 * ``recommended``: the rules' env, as ``recommend`` writes it;

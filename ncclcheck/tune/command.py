@@ -4,14 +4,14 @@ env that beats NCCL's defaults beyond the noise, verify it with the real libnccl
 Flow (each step reuses the command that does it alone):
 
 1. facts from every node (:func:`ncclcheck.cluster.collect_cluster`, as ``probe --hostfile`` or
-   ``--launcher slurm``) and the rules (:func:`ncclcheck.recommend.recommend`);
+   ``--launcher slurm``) and the rules (:func:`ncclcheck.recommend.document.recommend`);
 2. the candidates (:mod:`ncclcheck.tune.candidates`);
 3. bench runs (:func:`ncclcheck.bench.launch.run` with bench's own options, as
    ``bench --compare`` runs each env file), ``--repeats`` rounds in varying order, stopping
    clearly worse candidates early (:mod:`ncclcheck.tune.plan`), within ``--budget``;
 4. the decision (:func:`ncclcheck.tune.plan.decide`); on Socket with NCCL a second stage tries
    helper threads x sockets over the first stage's winner;
-5. the env file in recommend's formats (:func:`ncclcheck.recommend.render_output`), verified
+5. the env file in recommend's formats (:func:`ncclcheck.recommend.text.render_output`), verified
    (:mod:`ncclcheck.tune.verify_remote`), and the tune document (:mod:`ncclcheck.tune.document`).
 """
 
@@ -192,7 +192,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     """Everything ``ncclcheck tune`` does but printing: (tune document, final recommendation
     document, env text in ``req.fmt``)."""
     from ncclcheck.cluster import collect_cluster
-    from ncclcheck.recommend import recommend
+    from ncclcheck.recommend.document import recommend
     from ncclcheck.tune.document import final_recommendation, tune_document
 
     progress = progress or Quiet()
@@ -202,7 +202,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
         raise BadInput(str(exc)) from None
     if req.repeats < 2:
         raise BadInput("--repeats must be at least 2: the decision needs the spread of repeats")
-    from ncclcheck.slurm import choose_launcher
+    from ncclcheck.remote.slurm import choose_launcher
 
     req.launcher = choose_launcher(req.launcher, req.hostfile, [])
     if not req.hostfile and req.launcher != "slurm":
@@ -272,7 +272,7 @@ def hold_list(winner: dict[str, Any], decision: dict[str, Any],
 
 def render_env(final: dict[str, Any], fmt: str) -> str:
     """The env file text in any of recommend's formats."""
-    from ncclcheck.recommend import render_output
+    from ncclcheck.recommend.text import render_output
 
     return render_output(final, fmt)
 
@@ -294,7 +294,7 @@ def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequ
         return verify_via_srun(render_env(final, "env"), req.nccl_lib, timeout, req.remote_python)
     if req.hostfile:
         from ncclcheck.hostfile import load_hostfile
-        from ncclcheck.remote import SSH
+        from ncclcheck.remote.ssh import SSH
 
         target = load_hostfile(req.hostfile, req.nodes)[0]
         ssh = SSH(ssh_config=req.ssh_config, connect_timeout=req.connect_timeout,

@@ -1,6 +1,6 @@
 """Verify an env file with the real libnccl where the nodes are: on this machine when it is one
 of them, else on the first node over ssh (``python -m ncclcheck.tune.verify_remote`` reads the
-env text on stdin and prints :func:`ncclcheck.verify.verify`'s result as one JSON line).
+env text on stdin and prints :func:`ncclcheck.recommend.verify.verify`'s result as one JSON line).
 
 Recorded answer (node1 of the netns cluster, nvidia-nccl-cu12 2.21)::
 
@@ -17,11 +17,12 @@ import tempfile
 from typing import Any
 
 from ncclcheck.envformat import parse_env_text
-from ncclcheck.verify import VERIFY_TIMEOUT_S, find_libnccl, verify, where_warnings
+from ncclcheck.recommend.verify import VERIFY_TIMEOUT_S, find_libnccl, verify, where_warnings
 
 
 def verify_text(env_text: str, nccl_lib: str | None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
-    """:func:`ncclcheck.verify.verify` on ``env_text`` written to a private temporary file."""
+    """:func:`ncclcheck.recommend.verify.verify` on ``env_text`` written to a private temporary
+    file."""
     with tempfile.TemporaryDirectory(prefix="ncclcheck-tune-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
         with open(path, "w", encoding="utf-8") as f:
@@ -79,7 +80,7 @@ def verify_via_srun(env_text: str, nccl_lib: str | None, timeout: float,
                     python: str | None = None) -> dict[str, Any]:
     """Inside a Slurm allocation: the check on the allocation's first node (one srun task; the
     text travels as an argument, no shell in between)."""
-    from ncclcheck.slurm import run_srun, split_labelled, srun_argv
+    from ncclcheck.remote.slurm import run_srun, split_labelled, srun_argv
 
     argv = [python or sys.executable, "-m", "ncclcheck.tune.verify_remote", "--text", env_text]
     if nccl_lib:

@@ -36,7 +36,7 @@ def test_only_the_worker_imports_torch():
 
 def test_import_and_help_paths_do_not_load_torch(tmp_path):
     fixture = PACKAGE.parent / "tests" / "fixtures" / "nccl-tests" / "a3mega-h100-2x8-all_reduce.txt"
-    code = ("import sys\nfrom ncclcheck.cli import main\n"
+    code = ("import sys\nfrom ncclcheck.cli.main import main\n"
             "for argv in (['bench', '--help'], ['bench', '--import', %r, '--json']):\n"
             "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
             "sys.stderr.write('LOADED:' + ','.join(m for m in sys.modules if m.split('.')[0] == 'torch'))\n"

@@ -47,7 +47,7 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
 
 
 def test_without_torch_bench_says_how_to_install_it():
-    code = ("import sys\nsys.modules['torch'] = None\nfrom ncclcheck.cli import main\n"
+    code = ("import sys\nsys.modules['torch'] = None\nfrom ncclcheck.cli.main import main\n"
             "main(['bench', '--procs', '2', '-e', '1K'])\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)

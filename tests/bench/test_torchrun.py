@@ -14,7 +14,7 @@ from conftest import needs_netns
 from netns_cluster import make_cluster  # noqa: F401  (module-scoped fixture)
 
 from ncclcheck.hostfile import Target
-from ncclcheck.remote import SSH
+from ncclcheck.remote.ssh import SSH
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.slow, pytest.mark.torch]  # no timing asserted: never ``alone``

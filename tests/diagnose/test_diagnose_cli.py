@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ncclcheck.cli import Ctx, main
+from ncclcheck.cli.context import Ctx
+from ncclcheck.cli.main import main
 from ncclcheck.schema import loads
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -104,7 +105,7 @@ def test_no_file_is_a_usage_error(console, capsys):
 
 
 def test_diagnose_never_imports_torch():
-    code = ("import sys, ncclcheck.cli, ncclcheck.diagnose, ncclcheck.render.diagnose; "
+    code = ("import sys, ncclcheck.cli.main, ncclcheck.diagnose, ncclcheck.render.diagnose; "
             "from ncclcheck.diagnose import diagnose_files; "
             f"diagnose_files([{str(FAILING)!r}]); assert 'torch' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

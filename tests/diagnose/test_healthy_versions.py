@@ -11,6 +11,8 @@ The line formats that are new since 2.21 (timings, DMA-BUF, RAS, CC, non-device 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ncclcheck.diagnose import diagnose_files
@@ -86,3 +88,18 @@ def test_healthy_log_gives_no_warning(version, net, tmp_path):
     assert loud == []
     assert doc["healthy"] is True, doc["summary"]["verdict"]
     assert doc["summary"]["nccl_versions"] == [version]
+
+
+TWO_HOSTIDS = (Path(__file__).resolve().parents[1] / "fixtures" / "device" / "h200"
+               / "two-hostid-socket")
+
+
+def test_a_recorded_socket_job_of_2_28_gives_no_warning():
+    """Real lines, not filled-in formats: two ranks on the lent H200 that NCCL 2.28.9 connected
+    as two nodes over NET/Socket (NCCL_HOSTID differs; README.md beside the logs)."""
+    doc = diagnose_files([str(TWO_HOSTIDS / "rank0.log"), str(TWO_HOSTIDS / "rank1.log")])
+    assert [(f["id"], f["message"]) for f in doc["findings"] if f["severity"] != "info"] == []
+    assert doc["healthy"] is True, doc["summary"]["verdict"]
+    assert doc["summary"]["nccl_versions"] == ["2.28.9"]
+    assert doc["summary"]["networks"] == ["Socket"]
+    assert [r["transports"] for r in doc["ranks"]] == [{"NET/Socket": 4}] * 2

@@ -17,9 +17,10 @@ import pytest
 
 import ncclcheck.jobdir.inputs as inputs
 import ncclcheck.jobdir.pool as pool
-from ncclcheck.cli import main
+from ncclcheck.cli.main import main
 from ncclcheck.diagnose import diagnose_files
 from ncclcheck.errors import BadInput
+from ncclcheck.logparse import parallel
 from tests.jobdir.test_jobdir import Boom, dump, entry
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -188,7 +189,7 @@ def _sigint_as_in_a_terminal() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-@pytest.mark.skipif(pool.cpus() < 2, reason="one CPU: no workers")
+@pytest.mark.skipif(parallel.cpus() < 2, reason="one CPU: no workers")
 def test_ctrl_c_during_a_pooled_read_exits_130_and_leaves_no_process(tmp_path):
     # the real command, as README shows it: enough dumps for the pool, and slow enough to stop
     folder = tmp_path / "fr"
@@ -227,4 +228,4 @@ def test_workers_fit_the_cgroup_cpu_quota(tmp_path, monkeypatch, cpu_max, want):
         folder = tmp_path / "sys" / "fs" / "cgroup" / "slurm" / "uid_0" / "job_7" / "step_0"
         folder.mkdir(parents=True)
         (folder / "cpu.max").write_text(cpu_max + "\n")
-    assert pool.cpus(str(tmp_path)) == want
+    assert parallel.cpus(str(tmp_path)) == want

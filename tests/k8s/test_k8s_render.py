@@ -130,7 +130,7 @@ def cli_render(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("api", APIS)
 def test_rendered_manifest_validates_and_matches_golden(api, command, variant, update_golden):
-    from ncclcheck.cli import cli
+    from ncclcheck.cli.main import cli
     from click.testing import CliRunner
 
     argv = ["k8s", "render", command, "--api", api, "--image", IMAGE, *VARIANTS[variant]]

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from recommend_scenarios import assemble
 
-from ncclcheck.cluster import differences, load_sources, split_documents, write_per_host
+from ncclcheck.cluster import differences, load_sources, write_per_host
+from ncclcheck.schema import split_documents
 from ncclcheck.errors import BadInput
 
 

@@ -18,7 +18,7 @@ from ncclcheck.envformat import (
     split_safe,
     unsafe_reason,
 )
-from ncclcheck.verify import find_libnccl, run_child
+from ncclcheck.recommend.verify import find_libnccl, run_child
 
 ENV = {
     "NCCL_SOCKET_IFNAME": "=eth0,ens5",

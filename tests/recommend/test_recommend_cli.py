@@ -156,9 +156,9 @@ def test_probe_from_shows_what_differs(tmp_path):
 
 
 def test_recommend_never_imports_torch(files):
-    code = ("import sys\nfrom ncclcheck import cli\n"
+    code = ("import sys\nfrom ncclcheck.cli.main import main\n"
             "try:\n"
-            f"    cli.main(['recommend', '-q', '--probe', {str(files['roce-pair'])!r}])\n"
+            f"    main(['recommend', '-q', '--probe', {str(files['roce-pair'])!r}])\n"
             "except SystemExit:\n    pass\n"
             "sys.stderr.write('LOADED:' + ','.join(m for m in sys.modules if m.split('.')[0] == 'torch'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -195,7 +195,7 @@ def test_a_rule_that_fails_on_valid_facts_is_named_in_the_file_and_fail_on(files
             "from ncclcheck.rules import net_socket_ifname as r\n"
             "def boom(nodes):\n    raise KeyError('interfaces')\n"
             "object.__setattr__(r.RULE, 'check', boom)\n"
-            "from ncclcheck.cli import main\nmain(sys.argv[1:])\n")
+            "from ncclcheck.cli.main import main\nmain(sys.argv[1:])\n")
 
     def ncclcheck(*args):
         return subprocess.run([sys.executable, "-c", boom, *args], capture_output=True,
@@ -228,7 +228,7 @@ def test_stderr_names_a_per_node_finding_once_with_every_node(files):
 
 
 def test_verify_off_the_cluster_writes_nothing_and_says_why(files, tmp_path):
-    from ncclcheck.verify import find_libnccl
+    from ncclcheck.recommend.verify import find_libnccl
 
     if find_libnccl() is None:
         pytest.skip("needs libnccl (pip install nvidia-nccl-cu12)")
@@ -244,7 +244,8 @@ def test_verify_off_the_cluster_writes_nothing_and_says_why(files, tmp_path):
 def test_azure_header_says_not_to_replace_etc_nccl_conf(tmp_path):
     facts = Path(__file__).parent.parent / "fixtures" / "facts" / "cloud-azure-topo-file.fail.json"
     from ncclcheck.cluster import cluster_document
-    from ncclcheck.recommend import recommend, render_output
+    from ncclcheck.recommend.document import recommend
+    from ncclcheck.recommend.text import render_output
 
     doc = recommend(cluster_document(json.loads(facts.read_text()), [], source="test"))
     text = render_output(doc, "env")

@@ -6,7 +6,9 @@ import pytest
 from recommend_scenarios import assemble
 
 from ncclcheck.bench.document import bench_document, compare_document
-from ncclcheck.recommend import bench_runs, merge, recommend
+from ncclcheck.recommend.document import recommend
+from ncclcheck.recommend.inputs import bench_runs
+from ncclcheck.recommend.merge import merge
 
 
 def finding(rule, env, hosts=("n1", "n2"), **evidence):

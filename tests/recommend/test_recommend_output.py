@@ -1,11 +1,11 @@
-"""ncclcheck/recommend.py output: comment lines never split a value; the header is true for
+"""ncclcheck/recommend/text.py output: comment lines never split a value; the header is true for
 each way the file is read."""
 
 from __future__ import annotations
 
 import subprocess
 
-from ncclcheck.recommend import _wrap, footer_lines, header_lines
+from ncclcheck.recommend.text import _wrap, footer_lines, header_lines
 
 HCAS = ",".join(f"mlx5_{i}:1" for i in range(12)) + ",mlx5_bond_0:1"
 

@@ -13,7 +13,8 @@ import pytest
 from recommend_scenarios import CLUSTERS, assemble, scenario_names, summary
 
 from ncclcheck.envformat import parse_env_text
-from ncclcheck.recommend import recommend, render_output
+from ncclcheck.recommend.document import recommend
+from ncclcheck.recommend.text import render_output
 from ncclcheck.rules import ALL_RULES
 
 NEVER = re.compile(r"^(docker|virbr|veth|br-|lo$)")

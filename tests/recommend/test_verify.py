@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ncclcheck.verify import find_libnccl, verify
+from ncclcheck.recommend.verify import find_libnccl, verify
 
 LIB = find_libnccl()
 pytestmark = pytest.mark.skipif(LIB is None, reason="needs libnccl (pip install nvidia-nccl-cu12)")
@@ -86,7 +86,7 @@ def test_verify_that_passes_off_the_nodes_still_says_so(tmp_path):
 def test_ib_settings_verified_on_a_machine_without_rdma_are_said_unused(tmp_path):
     import os
 
-    from ncclcheck.recommend import verify_document
+    from ncclcheck.recommend.command import verify_document
 
     if os.path.isdir("/sys/class/infiniband") and os.listdir("/sys/class/infiniband"):
         pytest.skip("this machine has RDMA devices")

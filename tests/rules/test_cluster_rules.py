@@ -54,7 +54,7 @@ def test_names_that_differ_but_collide_need_per_node_values():
     findings = run(net_socket_ifname.RULE, [n1, n2])
     assert {f["env"]["NCCL_SOCKET_IFNAME"]: f["hosts"] for f in findings} == {
         "=eth0": ["n1"], "=eth1": ["n2"]}
-    from ncclcheck.recommend import merge
+    from ncclcheck.recommend.merge import merge
 
     merged = merge(findings, [], ["n1", "n2"])
     assert merged["env"] == {} and merged["conflicts"][0]["var"] == "NCCL_SOCKET_IFNAME"
@@ -273,7 +273,7 @@ def test_roce_ports_of_one_node_at_different_indexes_set_nothing():
 
 
 def test_roce_nodes_needing_different_indexes_conflict_in_the_merge():
-    from ncclcheck.recommend import merge
+    from ncclcheck.recommend.merge import merge
 
     n1, n2 = ib_nodes(fx.device("mlx5_0", roce_port(3)), version="2.19.3")
     n2["sections"]["ib"] = fx.ib(fx.device("mlx5_0", roce_port(5)))
@@ -355,7 +355,7 @@ def efa_nodes(**env):
 
 def test_efa_cluster_sets_nothing_the_plugin_owns():
     from ncclcheck.cluster import cluster_document
-    from ncclcheck.recommend import recommend
+    from ncclcheck.recommend.document import recommend
     from ncclcheck.rules.cloud_efa_plugin_owned import PLUGIN_OWNED
 
     doc = recommend(cluster_document(efa_nodes(NCCL_BUFFSIZE="8388608", NCCL_SOCKET_NTHREADS="4",

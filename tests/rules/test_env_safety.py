@@ -19,7 +19,8 @@ import pytest
 
 from ncclcheck.cluster import cluster_document
 from ncclcheck.envformat import FORMATS
-from ncclcheck.recommend import recommend, render_output
+from ncclcheck.recommend.document import recommend
+from ncclcheck.recommend.text import render_output
 
 TESTS = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(TESTS / "recommend"))

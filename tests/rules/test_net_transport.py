@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ncclcheck.cluster import cluster_document
-from ncclcheck.recommend import recommend
+from ncclcheck.recommend.document import recommend
 from ncclcheck.rules import net_socket_threads, net_transport
 from ncclcheck.rules.engine import evaluate
 

@@ -7,7 +7,7 @@ import json
 
 from tunefix import cluster
 
-from ncclcheck.recommend import recommend
+from ncclcheck.recommend.document import recommend
 from ncclcheck.tune.candidates import (backend_for, first_stage, holder, shared_interfaces,
                                        socket_stage, transport_for)
 

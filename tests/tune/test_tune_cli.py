@@ -37,7 +37,7 @@ def test_no_nodes_says_how_to_give_them():
 
 def test_tune_path_does_not_import_torch():
     code = ("import sys\n"
-            "import ncclcheck.clitune, ncclcheck.tune.command, ncclcheck.tune.candidates\n"
+            "import ncclcheck.cli.tune, ncclcheck.tune.command, ncclcheck.tune.candidates\n"
             "import ncclcheck.tune.document, ncclcheck.tune.verify_remote, ncclcheck.render.tune\n"
             "import ncclcheck.bench.launch, ncclcheck.bench.command\n"
             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')))")

@@ -9,7 +9,7 @@ import pytest
 from tunefix import cluster
 
 from ncclcheck.envformat import parse_env_text
-from ncclcheck.recommend import recommend
+from ncclcheck.recommend.document import recommend
 from ncclcheck.tune.command import Clock, TuneRequest, render_env
 from ncclcheck.tune.document import final_recommendation, tune_document
 from ncclcheck.tune.candidates import first_stage, socket_stage

@@ -6,7 +6,7 @@ import pytest
 
 from ncclcheck.cluster import cluster_document
 from ncclcheck.probe import collect_facts, open_host
-from ncclcheck.recommend import recommend
+from ncclcheck.recommend.document import recommend
 from ncclcheck.tune.candidates import first_stage, transport_for
 
 

@@ -1,12 +1,12 @@
-"""The ``ncclcheck bench`` command line (registered on the group in :mod:`ncclcheck.cli`):
+"""The ``ncclcheck bench`` command line (registered on the group in :mod:`ncclcheck.cli.main`):
 parse, call :func:`ncclcheck.benchcmd.run_command`, render. No logic here."""
 
 from __future__ import annotations
 
 import click
 
-from ncclcheck.clibase import Ctx
-from ncclcheck.cliopts import (
+from ncclcheck.cli.context import Ctx
+from ncclcheck.cli.options import (
     MAX_ITERS,
     MAX_NODES,
     MAX_PROCS,

@@ -2,7 +2,7 @@
 
 ``ncclcheck.remote`` runs every remote command as::
 
-    <remote python> -m ncclcheck.watchdog --deadline 35 [--stdin-bytes N] -- <argv...>
+    <remote python> -m ncclcheck.remote.watchdog --deadline 35 [--stdin-bytes N] -- <argv...>
 
 The watchdog starts ``argv`` in a new session (its own process group), lets it write straight to
 the watchdog's stdout and stderr (the ssh channel), and stops the whole tree -- SIGTERM, then
@@ -253,7 +253,7 @@ class Supervisor:
 def build_parser() -> argparse.ArgumentParser:
     """The watchdog's options (everything after ``--`` is the command)."""
     parser = argparse.ArgumentParser(
-        prog="python -m ncclcheck.watchdog",
+        prog="python -m ncclcheck.remote.watchdog",
         description="Run a command; stop its whole process tree on stdin EOF, deadline or signal.")
     parser.add_argument("--deadline", type=float, metavar="S",
                         help="Stop the command after S seconds (exit 124).")

@@ -1,4 +1,4 @@
-"""Click option types shared by commands (kept out of cli.py so that file stays a thin table)."""
+"""Click option types shared by commands (kept out of main.py so that file stays a thin table)."""
 
 from __future__ import annotations
 

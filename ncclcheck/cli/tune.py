@@ -1,4 +1,4 @@
-"""The ``ncclcheck tune`` command line (registered on the group in :mod:`ncclcheck.cli`):
+"""The ``ncclcheck tune`` command line (registered on the group in :mod:`ncclcheck.cli.main`):
 parse, call :func:`ncclcheck.tune.command.tune`, render. No logic here."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from ncclcheck.cliopts import (
+from ncclcheck.cli.options import (
     MAX_ITERS,
     MAX_NODES,
     MAX_PROCS,
@@ -66,9 +66,10 @@ def tune(obj: Any, output: str | None, as_json: bool, doc_path: str | None, quie
       salloc -N2 ncclcheck tune --budget 5m -o nccl.env
       ncclcheck report tune.json -o report.html        # the candidates side by side
     """
-    from ncclcheck.clibase import emit
+    from ncclcheck.cli.context import emit
     from ncclcheck.render.tune import progress_for, render_summary
-    from ncclcheck.schema import dumps, write_atomic
+    from ncclcheck.outfile import write_atomic
+    from ncclcheck.schema import dumps
     from ncclcheck.tune.command import TuneRequest, tune as run_tune
 
     doc, _final, text = run_tune(TuneRequest(**options), progress_for(obj.err, quiet))

@@ -1,7 +1,7 @@
 """What every command line module shares: the per-invocation consoles (:class:`Ctx`), writing a
 document (:func:`emit`), and ``--fail-on`` (:data:`fail_on_option`, :func:`exit_for_findings`).
-Used by :mod:`ncclcheck.cli` and the per-command modules next to it (``cliprobe.py``,
-``clibench.py``)."""
+Used by :mod:`ncclcheck.cli.main` and the per-command modules next to it (``probe.py``,
+``bench.py`` ...)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Ctx:
 def emit(text: str, output: str | None) -> None:
     """Write a document to ``-o FILE`` atomically, or to stdout."""
     if output and output != "-":
-        from ncclcheck.schema import write_atomic
+        from ncclcheck.outfile import write_atomic
 
         write_atomic(output, text)
     else:

@@ -1,4 +1,4 @@
-"""The ``ncclcheck probe`` command line (registered on the group in :mod:`ncclcheck.cli`):
+"""The ``ncclcheck probe`` command line (registered on the group in :mod:`ncclcheck.cli.main`):
 parse, call :mod:`ncclcheck.probe` or :mod:`ncclcheck.cluster`, render. No logic here."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from ncclcheck.clibase import Ctx, emit, exit_for_findings, fail_on_option
-from ncclcheck.cliopts import (
+from ncclcheck.cli.context import Ctx, emit, exit_for_findings, fail_on_option
+from ncclcheck.cli.options import (
     MAX_NODES,
     MAX_TIMEOUT_S,
     FloatRange,
@@ -67,7 +67,7 @@ def probe(obj: Ctx, as_json: bool, output: str | None, root: str, replay: str | 
 
     if output and output != "-" and os.path.isdir(output):
         raise BadInput(f"-o {output}: is a directory, not a file")
-    from ncclcheck.slurm import choose_launcher
+    from ncclcheck.remote.slurm import choose_launcher
 
     launcher = choose_launcher(launcher, hostfile, list(from_paths), root, replay)
     if hostfile or from_paths or launcher == "slurm":

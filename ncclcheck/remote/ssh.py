@@ -9,8 +9,8 @@ argv is::
 
 ``~/.ssh/config`` is honoured (aliases, ProxyJump, ControlMaster) unless an ``ssh_config`` is given.
 
-Every command runs under :mod:`ncclcheck.watchdog` on the remote node, and the local side keeps
-ssh's stdin open for the command's whole life. Closing that pipe, killing the local ssh, losing
+Every command runs under :mod:`ncclcheck.remote.watchdog` on the remote node, and the local side
+keeps ssh's stdin open for the command's whole life. Closing that pipe, killing the local ssh, losing
 the connection, or the launcher dying all reach the watchdog as end of file on its stdin, and it
 stops the remote process tree. A remote deadline (the local timeout plus a few seconds) stops it
 even when the connection hangs without closing.
@@ -22,9 +22,9 @@ Example (a cluster from ``scripts/netns-cluster``)::
     for label, result in results.items():
         print(label, result.stdout.strip() if result.ok else result.error)
 
-This module holds :class:`SSH` and :func:`run_all` and re-exports the rest:
-:mod:`ncclcheck.remote_quoting` (what reaches the remote shell, why ssh failed) and
-:mod:`ncclcheck.remote_process` (one running remote command, its output and result).
+This module holds :class:`SSH` and :func:`run_all`; beside it :mod:`ncclcheck.remote.quoting`
+(what reaches the remote shell, why ssh failed) and :mod:`ncclcheck.remote.process` (one running
+remote command, its output and result).
 """
 
 from __future__ import annotations
@@ -38,16 +38,10 @@ from typing import Callable, Union
 
 from ncclcheck.errors import BadInput, NcclcheckError
 from ncclcheck.hostfile import Target
-from ncclcheck.remote_process import (KILL_GRACE, MAX_OUTPUT_BYTES, OutputBuffer, RemoteProcess,
-                                      RemoteResult, stop_all)
-from ncclcheck.remote_quoting import (remote_command, ssh_failure, validate_env,
-                                      validate_remote_python)
+from ncclcheck.remote.process import RemoteProcess, RemoteResult, stop_all
+from ncclcheck.remote.quoting import remote_command, validate_env, validate_remote_python
 
-__all__ = [
-    "KILL_GRACE", "MAX_OUTPUT_BYTES", "REMOTE_DEADLINE_MARGIN", "SSH", "OutputBuffer",
-    "RemoteArgv", "RemoteProcess", "RemoteResult", "remote_command", "run_all", "ssh_failure",
-    "stop_all", "validate_env", "validate_remote_python",
-]
+__all__ = ["REMOTE_DEADLINE_MARGIN", "SSH", "RemoteArgv", "run_all"]
 
 #: Seconds the remote watchdog's deadline adds to the local timeout (local side acts first).
 REMOTE_DEADLINE_MARGIN = 5.0
@@ -60,7 +54,7 @@ class SSH:
     Args:
         ssh_config: an ssh_config file passed as ``-F`` (None: ssh's own, ``~/.ssh/config``).
         connect_timeout: seconds for ssh's TCP connect (``ConnectTimeout``, rounded up).
-        remote_python: the python that runs ``ncclcheck.watchdog`` remotely; default this
+        remote_python: the python that runs ``ncclcheck.remote.watchdog`` remotely; default this
             node's ``sys.executable`` (as DeepSpeed's launcher does).
         watchdog: wrap remote commands in the watchdog (needs ncclcheck on the remote python).
         ssh_binary: the ssh program.
@@ -110,11 +104,11 @@ class SSH:
         """``remote_argv`` under the remote watchdog (unchanged when ``watchdog`` is off).
 
         >>> SSH(remote_python="/usr/bin/python3").wrap(["hostname"], 35)
-        ['/usr/bin/python3', '-m', 'ncclcheck.watchdog', '--deadline', '35', '--', 'hostname']
+        ['/usr/bin/python3', '-m', 'ncclcheck.remote.watchdog', '--deadline', '35', '--', 'hostname']
         """
         if not self.watchdog:
             return list(remote_argv)
-        argv = [self.remote_python, "-m", "ncclcheck.watchdog"]
+        argv = [self.remote_python, "-m", "ncclcheck.remote.watchdog"]
         if deadline is not None:
             argv += ["--deadline", f"{deadline:g}"]
         if stdin_bytes:

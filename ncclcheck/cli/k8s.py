@@ -1,12 +1,12 @@
-"""The ``ncclcheck k8s`` command line (registered on the group in :mod:`ncclcheck.cli`): parse,
+"""The ``ncclcheck k8s`` command line (registered on the group in :mod:`ncclcheck.cli.main`): parse,
 call :mod:`ncclcheck.k8s`, print. No logic here."""
 
 from __future__ import annotations
 
 import click
 
-from ncclcheck.clibase import Ctx, emit
-from ncclcheck.cliopts import stdout_dash
+from ncclcheck.cli.context import Ctx, emit
+from ncclcheck.cli.options import stdout_dash
 from ncclcheck.errors import BadInput
 
 

@@ -59,7 +59,7 @@ def choose_launcher(launcher: str | None, hostfile: str | None, from_paths: list
                     root: str = "/", replay: str | None = None,
                     environ: dict[str, str] | None = None) -> str | None:
     """``probe``'s launcher: as asked, else ``slurm`` inside salloc/sbatch when no hostfile,
-    files, ``--root`` or ``--replay`` say otherwise (see :mod:`ncclcheck.slurm`), else None.
+    files, ``--root`` or ``--replay`` say otherwise (see :mod:`ncclcheck.remote.slurm`), else None.
 
     >>> choose_launcher(None, None, [], environ={"SLURM_JOB_ID": "3"})
     'slurm'

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ncclcheck.errors import NcclcheckError
 from ncclcheck.hostfile import Target
-from ncclcheck.remote_quoting import ssh_failure
+from ncclcheck.remote.quoting import ssh_failure
 
 
 #: Seconds a stopped ssh gets between SIGTERM and SIGKILL.

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ncclcheck.envformat import render
-from ncclcheck.recommend_ties import tie_line
+from ncclcheck.recommend.ties import tie_line
 from ncclcheck.rules.cloud_azure_topo_file import TOPO_IN_ETC
 
 

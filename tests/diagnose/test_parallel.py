@@ -1,0 +1,157 @@
+"""A big plain log prefiltered by forked workers (:mod:`ncclcheck.logparse.parallel`, issue 24)
+gives exactly the lines, line numbers, ``which`` flags and counts of one pass over the whole
+file, whatever the segment size: lines that a key selects after it across segment ends, cut
+lines, a last line without newline, segments with no line start. The diagnosis is the same
+document byte for byte. A worker that dies leaves its segments to this process, and nothing is
+left running. Segments are made tiny here (``SEGMENT_BYTES``) so that small files have many."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from linefilter import reference as line_by_line
+
+from ncclcheck import diagnose
+from ncclcheck.logparse import parallel, reader
+from ncclcheck.logparse.reader import open_source
+
+from test_shared_pass import INPUTS, KEYS, KEYS2, NEXT, NEXT2, WORDS
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="workers are forked")
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    """Every file is read by 3 workers, in segments of ``tiny(n)`` bytes."""
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    monkeypatch.setattr(parallel, "cpus", lambda root="/": 3)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+
+    def segments(n: int) -> None:
+        monkeypatch.setattr(parallel, "SEGMENT_BYTES", n)
+    segments(64)
+    return segments
+
+
+def _flat(path: str) -> tuple[list, int, int, int]:
+    out = []
+    with open_source(path) as src:
+        for numbers, lines, which in parallel.blocks(src, path, KEYS, NEXT, KEYS2, NEXT2):
+            out.extend(zip(numbers, lines, which or [1] * len(lines)))
+        return out, src.stats.lines, src.stats.truncated_lines, src.stats.bytes
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_workers_take_the_lines_of_a_line_by_line_filter(seed, tiny, tmp_path, monkeypatch):
+    rnd = random.Random(seed)
+    tiny(rnd.choice([1, 7, 64, 300, 2000]))
+    monkeypatch.setattr(reader, "CHUNK_BYTES", rnd.choice([7, 64, 1000, 1 << 20]))
+    monkeypatch.setattr(reader, "MAX_LINE_BYTES", rnd.choice([16, 40, 16384]))
+    lines = []
+    for _ in range(rnd.randrange(0, 600)):
+        w = rnd.choice(WORDS)
+        if rnd.random() < 0.05:
+            w = w + b"y" * rnd.randrange(0, 3000 if rnd.random() < 0.2 else 120) + rnd.choice(WORDS)
+        lines.append(w)
+    data = b"\n".join(lines) + rnd.choice([b"", b"\n", b"NCCL tail", b"Failures:"])
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    got, n, cut, size = _flat(str(path))
+    assert (got, n, cut) == line_by_line(data, KEYS, NEXT, KEYS2, NEXT2)
+    assert size == len(data)
+
+
+def test_lines_followed_across_many_segments(tiny, tmp_path):
+    """A key whose following lines run over several segment ends, and another key inside them
+    that takes them further: the segments after hold no key of their own."""
+    tiny(50)
+    keys, follow = (b"NCCL", b"hdr"), {b"hdr": 12}
+    body = [b"step %d loss 0.1" % i for i in range(40)]
+    data = b"\n".join([b"x"] * 3 + [b"hdr a"] + body[:5] + [b"hdr b"] + body + [b"NCCL end"])
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    out = []
+    with open_source(str(path)) as src:
+        for numbers, lines, which in parallel.blocks(src, str(path), keys, follow, (), {}):
+            out.extend(zip(numbers, lines, which or [1] * len(lines)))
+        n = src.stats.lines
+    assert (out, n, 0) == line_by_line(data, keys, follow)
+    assert [x[0] for x in out] == list(range(4, 23)) + [51]
+
+
+@pytest.mark.parametrize("path", INPUTS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_diagnosis_is_the_same(path, tiny, monkeypatch):
+    tiny(97)
+    one = diagnose.diagnose_files([str(path)])
+    monkeypatch.setattr(parallel, "MIN_BYTES", 1 << 60)
+    two = diagnose.diagnose_files([str(path)])
+    for doc in (one, two):
+        doc.pop("created_at", None)
+    assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True)
+
+
+def _log(tmp_path: Path) -> tuple[Path, bytes]:
+    rnd = random.Random(5)
+    lines = [rnd.choice(WORDS) + b" %d" % i for i in range(3000)]
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    return path, data
+
+
+def test_a_dead_worker_leaves_its_segments_to_this_process(tiny, tmp_path, monkeypatch):
+    tiny(512)
+    path, data = _log(tmp_path)
+    real = parallel.segment
+    calls = []
+
+    def dies_in_a_worker(fd, i, *args):
+        if os.getpid() != me and i >= 7:
+            os._exit(3)                       # a worker killed after some segments
+        calls.append(i)
+        return real(fd, i, *args)
+    me = os.getpid()
+    monkeypatch.setattr(parallel, "segment", dies_in_a_worker)
+    got, n, cut, _ = _flat(str(path))
+    assert (got, n, cut) == line_by_line(data, KEYS, NEXT, KEYS2, NEXT2)
+    assert calls and min(calls) >= 7           # this process read only what the workers did not
+    assert not multiprocessing.active_children()
+
+
+def test_nothing_is_left_running_when_the_reader_stops_early(tiny, tmp_path):
+    tiny(256)
+    path, _ = _log(tmp_path)
+    with open_source(str(path)) as src:
+        it = parallel.blocks(src, str(path), KEYS, NEXT, KEYS2, NEXT2)
+        next(it)
+        assert len(multiprocessing.active_children()) == 3
+        it.close()
+    assert not multiprocessing.active_children()
+
+
+def test_small_busy_gzip_and_stdin_inputs_take_one_process(monkeypatch, tmp_path):
+    """Under MIN_BYTES, with under two idle CPUs, for gzip and for ``-``: no worker (read as
+    before, in this process)."""
+    monkeypatch.setattr(parallel, "cpus", lambda root="/": 3)
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.3, 0.0, 0.0))
+    assert parallel.workers_for(parallel.MIN_BYTES - 1) is None
+    assert parallel.workers_for(parallel.MIN_BYTES) == 3
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))   # a CPU busy: one less
+    assert parallel.workers_for(parallel.MIN_BYTES) == 2
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 0.0, 0.0))   # under two idle: none
+    assert parallel.workers_for(parallel.MIN_BYTES) is None
+    monkeypatch.setattr(parallel, "MIN_BYTES", 0)
+    started = []
+    monkeypatch.setattr(parallel, "_parallel", lambda *a: started.append(a) or iter(()))
+    import gzip
+    gz = tmp_path / "a.log.gz"
+    gz.write_bytes(gzip.compress(b"NCCL x\n" * 10))
+    with open_source(str(gz)) as src:
+        assert [b[1] for b in parallel.blocks(src, str(gz), KEYS, NEXT, (), {})] == [[b"NCCL x"] * 10]
+    assert not started
