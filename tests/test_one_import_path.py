@@ -19,14 +19,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "ncclcheck"
 
-#: (module, name) pairs let through while another branch removes them: empty since s26-cli and
-#: s26-recrem (which removed cli, cluster, recommend and remote's re-exports) are merged.
-PENDING: set[tuple[str, str]] = set()
-
-#: The same for the callers' side: (file, module, name). Empty for the same reason.
-PENDING_CALLERS: set[tuple[str, str, str]] = set()
-
-
 def module_imports(tree: ast.Module) -> dict[str, int]:
     """Names bound by imports at module level (inside module-level if/try/with too) -> line."""
     found: dict[str, int] = {}
@@ -136,12 +128,9 @@ def test_no_module_under_ncclcheck_re_exports_or_keeps_a_dead_import():
         for name, line in unused_imports(tree_of(path)):
             found.add((module_name(path), name))
             where[(module_name(path), name)] = f"{path.relative_to(ROOT)}:{line}: {name}"
-    new = sorted(found - PENDING)
-    assert not new, ("imported and never used: a re-export (callers import the name from the "
-                     "module that defines it) or a dead import:\n"
-                     + "\n".join(where[k] for k in new))
-    gone = sorted(PENDING - found)
-    assert not gone, f"no longer re-exported: take them out of PENDING: {gone}"
+    assert not found, ("imported and never used: a re-export (callers import the name from the "
+                       "module that defines it) or a dead import:\n"
+                       + "\n".join(where[k] for k in sorted(found)))
 
 
 def defined_names(tree: ast.Module) -> set[str]:
@@ -185,8 +174,5 @@ def test_callers_import_each_name_from_the_module_that_defines_it():
                         key = (str(path.relative_to(ROOT)), node.module, a.name)
                         found.add(key)
                         where[key] = f"{key[0]}:{node.lineno}: {a.name} from {node.module}"
-    new = sorted(found - PENDING_CALLERS)
-    assert not new, ("imported from a module that does not define it: import it from the one "
-                     "that does:\n" + "\n".join(where[k] for k in new))
-    gone = sorted(PENDING_CALLERS - found)
-    assert not gone, f"fixed: take them out of PENDING_CALLERS: {gone}"
+    assert not found, ("imported from a module that does not define it: import it from the one "
+                       "that does:\n" + "\n".join(where[k] for k in sorted(found)))
