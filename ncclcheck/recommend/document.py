@@ -20,7 +20,6 @@ from ncclcheck.recommend.merge import merge
 from ncclcheck.recommend.ties import candidate_files, decide_ties
 
 RECOMMENDATION = "ncclcheck/recommendation"
-DOCS_CONF = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html"
 
 
 def env_overrides(nodes: list[dict[str, Any]], env: dict[str, str]) -> list[dict[str, str]]:

@@ -1,1 +1,2 @@
-"""Terminal rendering with rich. Only ``cli/`` calls into here; nothing here computes facts."""
+"""Terminal rendering with rich. ``cli/`` and ``benchcmd`` call into here; nothing here computes
+facts."""
