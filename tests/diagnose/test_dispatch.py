@@ -8,7 +8,6 @@ document, byte for byte, on every fixture and on the benchmark's synthetic logs.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 from pathlib import Path
@@ -19,6 +18,8 @@ from ncclcheck.diagnose import diagnose_files
 from ncclcheck.logparse.state import LogState
 from ncclcheck.signatures import INFO_DISPATCH, INFO_SIGNATURES, LINE_DISPATCH, LINE_SIGNATURES
 
+from scriptload import load
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 INPUTS = sorted(p for d in ("logs", "pasted") for p in (FIXTURES / d).iterdir()
@@ -26,10 +27,7 @@ INPUTS = sorted(p for d in ("logs", "pasted") for p in (FIXTURES / d).iterdir()
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_diagnose", ROOT / "scripts" / "bench-diagnose.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+    return load(ROOT / "scripts" / "bench-diagnose.py", "bench_diagnose")
 
 
 def _both(paths: list[str], monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:

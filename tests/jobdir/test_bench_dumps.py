@@ -3,12 +3,13 @@ byte for byte, its JSON _dump_fr_trace_json()'s, on the recorded real dumps."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pickle
 from pathlib import Path
 
 import pytest
+
+from scriptload import load
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FR = ROOT / "tests" / "fixtures"
@@ -19,11 +20,7 @@ PICKLES = [FR / "device" / "h200" / "fr" / "on-demand.nccl.pickle",
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_jobdir",
-                                                  ROOT / "scripts" / "bench-jobdir.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load(ROOT / "scripts" / "bench-jobdir.py", "bench_jobdir")
 
 
 @pytest.mark.parametrize("path", PICKLES, ids=lambda p: p.name)

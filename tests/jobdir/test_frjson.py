@@ -4,7 +4,6 @@ read whole, and what is no JSON stays no JSON."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -13,6 +12,8 @@ import pytest
 from ncclcheck.jobdir import frjson
 from ncclcheck.jobdir.fr import Intern, NotADump, load_bytes, parse_bytes, parse_dump
 from tests.jobdir.test_jobdir import dump, entry
+
+from scriptload import load
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -59,11 +60,7 @@ def no_frames(entries):
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_jobdir",
-                                                  ROOT / "scripts" / "bench-jobdir.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load(ROOT / "scripts" / "bench-jobdir.py", "bench_jobdir")
 
 
 GENERATED = {

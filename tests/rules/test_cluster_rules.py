@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,9 @@ from ncclcheck.rules import (
 from ncclcheck.rules.base import Rule, Severity
 from ncclcheck.rules.engine import evaluate, missing_reads
 
-_SPEC = importlib.util.spec_from_file_location(
-    "cluster_rule_fixtures",
-    Path(__file__).parent.parent / "fixtures" / "facts" / "make_cluster_rule_fixtures.py")
-fx = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(fx)
+from scriptload import load
+
+fx = load(Path("tests/fixtures/facts/make_cluster_rule_fixtures.py"), "cluster_rule_fixtures")
 
 
 def socket_node(name, *ifaces, **sections):

@@ -6,7 +6,6 @@ ERROR from a rule about peers."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,11 +16,10 @@ from ncclcheck.rules import ALL_RULES, CLUSTER_RULES, NODE_RULES
 from ncclcheck.rules.common import facts_frozen
 from ncclcheck.rules.engine import evaluate
 
+from scriptload import load
+
 TESTS = Path(__file__).resolve().parent.parent
-_SPEC = importlib.util.spec_from_file_location("recommend_scenarios_23",
-                                               TESTS / "recommend" / "recommend_scenarios.py")
-scenarios = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(scenarios)
+scenarios = load(TESTS / "recommend" / "recommend_scenarios.py", "recommend_scenarios_23")
 PEER_RULES = {r.id for r in ALL_RULES if r.peers}
 
 

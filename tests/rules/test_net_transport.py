@@ -3,7 +3,6 @@ and mismatched nodes are named with their fix instead."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,11 +12,9 @@ from ncclcheck.recommend.document import recommend
 from ncclcheck.rules import net_socket_threads, net_transport
 from ncclcheck.rules.engine import evaluate
 
-_SPEC = importlib.util.spec_from_file_location(
-    "cluster_rule_fixtures",
-    Path(__file__).parent.parent / "fixtures" / "facts" / "make_cluster_rule_fixtures.py")
-fx = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(fx)
+from scriptload import load
+
+fx = load(Path("tests/fixtures/facts/make_cluster_rule_fixtures.py"), "cluster_rule_fixtures")
 
 DOWNGRADE = ("NCCL_NET", "NCCL_IB_DISABLE")
 

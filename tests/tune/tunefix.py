@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
-_SPEC = importlib.util.spec_from_file_location(
-    "cluster_rule_fixtures",
-    Path(__file__).parent.parent / "fixtures" / "facts" / "make_cluster_rule_fixtures.py")
-fx = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(fx)
+from scriptload import load
+
+fx = load(Path("tests/fixtures/facts/make_cluster_rule_fixtures.py"), "cluster_rule_fixtures")
 
 LINKS = ("eno1", "ens1f0", "ens2f0")
 
