@@ -155,3 +155,45 @@ def test_small_busy_gzip_and_stdin_inputs_take_one_process(monkeypatch, tmp_path
     with open_source(str(gz)) as src:
         assert [b[1] for b in parallel.blocks(src, str(gz), KEYS, NEXT, (), {})] == [[b"NCCL x"] * 10]
     assert not started
+
+
+def test_ctrl_c_exits_130_and_leaves_no_worker(tmp_path):
+    """``diagnose`` as a terminal runs it (SIGINT at its default), interrupted while its workers
+    read: exit 130, one line, and every worker gone."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    path = tmp_path / "big.log"
+    path.write_bytes(b"[rank0]:h:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC\n"
+                     b"step 1 loss 0.5\n" * 40000)
+    code = ("import os, time; os.getloadavg = lambda: (0.0, 0.0, 0.0)\n"
+            "from ncclcheck.logparse import parallel\n"
+            "parallel.MIN_BYTES, parallel.SEGMENT_BYTES = 0, 1 << 16\n"
+            "parallel.cpus = lambda root='/': 2\n"
+            "slow = parallel._unpack\n"
+            "parallel._unpack = lambda *a: (time.sleep(0.05), slow(*a))[1]\n"
+            "from ncclcheck.cli.main import main\n"
+            f"main(['diagnose', {str(path)!r}, '--json'])\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        kids: list = []
+        end = time.monotonic() + 30
+        while len(kids) < 2 and time.monotonic() < end and proc.poll() is None:
+            kids = psutil.Process(proc.pid).children()
+            time.sleep(0.05)
+        assert len(kids) == 2, "the workers never started"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.decode().strip().splitlines()[-1] == "ncclcheck: interrupted"
+    psutil.wait_procs(kids, timeout=5)
+    assert not [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
