@@ -14,10 +14,12 @@ Why the lines, numbers and ``which`` flags are those of one ``iter_blocks2`` ove
 (``tests/diagnose/test_parallel.py`` holds it): segments end at a newline; a line that a key
 selects after it (``follow``: a pasted ``ibstat`` body, the reason after ``Last error:``) may lie
 in the next segment, so a worker whose segment ends with lines still to follow reads on past its
-end, with the same count left, until none is (``until_done``), and this process drops the next
-segments' lines up to there. A worker starts its segment with none left to follow, and taking
-lines only adds to the count left, so from the line where the whole-file count is spent the two
-agree again. The last segment runs to the end of the file as it is then (a log still written).
+end, with the same count left, and this process drops the next segments' lines up to where it
+stopped. The next segment's worker started with none left to follow; its count is never above
+the whole file's, and from the first line where the two are equal they stay equal, so the
+worker reading on stops there (``until_done``): at most the longest follow-up (400 lines) past
+its end, however often a key recurs. A segment whose read failed stops the file there, as one
+pass does. The last segment runs to the end of the file as it is then (a log still written).
 
 Workers ignore Ctrl-C (this process handles it), take SIGTERM's default, die with this process
 (``PR_SET_PDEATHSIG``) and are stopped and reaped before :func:`blocks` returns or raises; a
@@ -140,13 +142,19 @@ def segment(fd: int, i: int, n: int, keys: tuple[bytes, ...], follow: Mapping[by
     """Segment ``i`` of ``n`` read as :func:`iter_blocks2` reads a whole file, line numbers
     counted from the segment's start; the lines still to follow at its end are taken past it.
     Returns the :mod:`marshal` message :func:`blocks` decodes."""
-    start = line_start(fd, i * SEGMENT_BYTES)
-    end = line_start(fd, (i + 1) * SEGMENT_BYTES) if i + 1 < n else None
+    try:
+        start = line_start(fd, i * SEGMENT_BYTES)
+    except OSError as exc:                      # the file stops here, as read_chunks says it
+        return marshal.dumps((0, 0, 0, f"read stopped: {exc}", 0, []))
+    try:
+        end = line_start(fd, (i + 1) * SEGMENT_BYTES) if i + 1 < n else None
+    except OSError:
+        end = None                              # read on to the failure, as one pass does
     stats = InputStats("")
     out = [_pack(b) for b in iter_blocks2(_Range(fd, start, end), stats, keys, follow, keys2,
                                          follow2)]
     left, more = stats.extra["follow_left"], 0
-    if end is not None and any(left):
+    if end is not None and any(left) and not stats.error:
         after = InputStats("")
         for numbers, lines, which in iter_blocks2(_Range(fd, end, None), after, keys, follow,
                                                   keys2, follow2, left, until_done=True):

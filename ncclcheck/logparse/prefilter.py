@@ -297,11 +297,14 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
 
     ``pending``: the lines still to follow (first reader's, second's) when ``stream`` starts in
     the middle of a log (:mod:`~ncclcheck.logparse.parallel`); ``until_done``: stop after the
-    line where none is left. What is left at the end (or the lines read, with ``until_done``)
-    is put in ``stats.extra["follow_left"]`` (``stats.extra["read_until_done"]``).
+    first line from which a reader that started at ``stream``'s start with none to follow
+    takes the same lines, i.e. where its counts equal these (they never exceed these, and agree
+    from then on). What is left at the end (or the lines read, with ``until_done``) is put in
+    ``stats.extra["follow_left"]`` (``stats.extra["read_until_done"]``).
     """
     lineno = 0
     pending, pending2 = pending
+    fresh = [0, 0]                  # the counts of a reader that started here (until_done)
     limit = reader.MAX_LINE_BYTES
 
     def one(part: bytes) -> int:
@@ -309,8 +312,10 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
         found = [k for k in keys if k in part]
         found2 = [k for k in keys2 if k in part]
         which = bool(found) | (bool(found2) << 1) | (pending > 0) | ((pending2 > 0) << 1)
-        pending = max(pending - 1, max((follow.get(k, 0) for k in found), default=0), 0)
-        pending2 = max(pending2 - 1, max((follow2.get(k, 0) for k in found2), default=0), 0)
+        new = max((follow.get(k, 0) for k in found), default=0)
+        new2 = max((follow2.get(k, 0) for k in found2), default=0)
+        pending, pending2 = max(pending - 1, new, 0), max(pending2 - 1, new2, 0)
+        fresh[:] = max(fresh[0] - 1, new, 0), max(fresh[1] - 1, new2, 0)
         return which
 
     for k in keys + keys2:
@@ -328,7 +333,7 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
                     got[0].append(i)
                     got[1].append(part)
                     got[2].append(which)
-                if until_done and not pending and not pending2:
+                if until_done and pending == fresh[0] and pending2 == fresh[1]:
                     stats.extra["read_until_done"] = i
                     if got[0]:
                         yield got

@@ -197,3 +197,62 @@ def test_ctrl_c_exits_130_and_leaves_no_worker(tmp_path):
     assert err.decode().strip().splitlines()[-1] == "ncclcheck: interrupted"
     psutil.wait_procs(kids, timeout=5)
     assert not [k for k in kids if k.is_running() and k.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_a_key_that_recurs_within_its_follow_up_costs_no_more_than_its_follow_up(tiny, tmp_path):
+    """A key every 6 lines that selects the 12 after it (a training log printing "GPU0 ..." every
+    few steps, GPU0 taking 80 lines): every line is taken, and a worker reads on past its
+    segment only until the next segment's own count agrees, not to the end of the file."""
+    import marshal
+
+    tiny(300)
+    keys, follow = (b"NCCL", b"hdr"), {b"hdr": 12}
+    lines = [b"hdr %d" % i if i % 6 == 0 else b"step %d loss 0.1" % i for i in range(3000)]
+    data = b"\n".join(lines) + b"\n"
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    out = []
+    with open_source(str(path)) as src:
+        for numbers, got, which in parallel.blocks(src, str(path), keys, follow, (), {}):
+            out.extend(zip(numbers, got, which or [1] * len(got)))
+    assert (out, 3000, 0) == line_by_line(data, keys, follow)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        n = -(-len(data) // parallel.SEGMENT_BYTES)
+        mores = [marshal.loads(parallel.segment(fd, i, n, keys, follow, (), {}))[4]
+                 for i in range(n - 1)]
+    finally:
+        os.close(fd)
+    assert max(mores) <= 12, mores          # read on: at most the follow-up, not to the end
+
+
+def test_a_read_error_stops_the_file_there(tiny, tmp_path, monkeypatch):
+    """A segment whose read fails right after a key that selects lines after it: the lines
+    before the failure, as one pass takes them, and the error; nothing from beyond it."""
+    import errno
+
+    tiny(4096)
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 64)
+    monkeypatch.setattr(parallel, "_WINDOW", 16)      # segment starts found without the bad bytes
+    lines = [b"step %04d" % i for i in range(1000)]
+    lines[500] = b"CA 'mlx5_0'"
+    data = b"\n".join(lines) + b"\n"
+    bad = data.index(b"step 0510")
+    real = os.pread
+
+    def pread(fd, n, off):
+        if off <= bad < off + n:
+            raise OSError(errno.EIO, "Input/output error")
+        return real(fd, n, off)
+    monkeypatch.setattr(os, "pread", pread)
+    path = tmp_path / "job.log"
+    path.write_bytes(data)
+    keys, follow = diagnose.KEYS, diagnose.NEXT_KEYS           # "CA '": the 40 lines after it
+    with open_source(str(path)) as src:
+        got = [(n, ln) for b in parallel.blocks(src, str(path), keys, follow, (), {})
+               for n, ln in zip(b[0], b[1])]
+        assert "Input/output error" in (src.stats.error or "")
+    want = [(n, ln) for n, ln, _ in line_by_line(data, keys, follow)[0]]
+    assert got[0] == (501, b"CA 'mlx5_0'") and got[:-1] == want[:len(got) - 1], got[-3:]
+    last, cut = got[-1], want[len(got) - 1]      # the line the failure cut, as one pass keeps it
+    assert last[0] == cut[0] <= 511 and cut[1].startswith(last[1]), (last, cut)
