@@ -2,7 +2,8 @@
 
 torch.distributed waits ``--timeout`` (300 s) for a rendezvous address that does not resolve,
 that no one listens on, or that a rank never reaches. Every rank runs :func:`join` first and
-fails within :data:`DEADLINE_S` naming the address, the rank and node, and the fix:
+fails within :data:`DEADLINE_S` past twice its own start-up (:func:`deadline_for`), naming the
+address, the rank and node, and the fix:
 
 1. :func:`resolve` the address (bounded: a resolver may stall on DNS). Inside a Slurm job a
    node name that does not resolve is looked up in Slurm (``scontrol show node NAME`` gives
@@ -177,7 +178,9 @@ def start_up_s() -> float:
 
 def deadline_for(start_up: float, timeout_s: float) -> float:
     """How long a rank waits at the rendezvous: :data:`DEADLINE_S` past twice its own start-up
-    (``start_up``: :func:`start_up_s`, mostly torch's import), never past the job's timeout.
+    (``start_up``: :func:`start_up_s`, mostly torch's import), never past the job's timeout
+    where that is longer than :data:`DEADLINE_S` (a shorter one leaves :data:`DEADLINE_S`, as
+    before).
 
     The other ranks were started with this one and have the same to load. Where that is slow
     (torch on a network file system, a loaded node) and uneven, a fixed 15 s failed a run whose

@@ -19,7 +19,9 @@ stopped. The next segment's worker started with none left to follow; its count i
 the whole file's, and from the first line where the two are equal they stay equal, so the
 worker reading on stops there (``until_done``): at most the longest follow-up (400 lines) past
 its end, however often a key recurs. A segment whose read failed stops the file there, as one
-pass does. The last segment runs to the end of the file as it is then (a log still written).
+pass does. Segment starts are found once, before the workers start (:func:`bounds`), in the
+file ``src`` has open (not opened again by name: a log rotated meanwhile stays the one read);
+the last segment runs to the end of the file as it is then (a log still written).
 
 Workers ignore Ctrl-C (this process handles it), take SIGTERM's default, die with this process
 (``PR_SET_PDEATHSIG``) and are stopped and reaped before :func:`blocks` returns or raises; a
@@ -137,19 +139,28 @@ def line_start(fd: int, pos: int) -> int:
         at += len(data)
 
 
-def segment(fd: int, i: int, n: int, keys: tuple[bytes, ...], follow: Mapping[bytes, int],
-            keys2: tuple[bytes, ...], follow2: Mapping[bytes, int]) -> bytes:
-    """Segment ``i`` of ``n`` read as :func:`iter_blocks2` reads a whole file, line numbers
-    counted from the segment's start; the lines still to follow at its end are taken past it.
-    Returns the :mod:`marshal` message :func:`blocks` decodes."""
-    try:
-        start = line_start(fd, i * SEGMENT_BYTES)
-    except OSError as exc:                      # the file stops here, as read_chunks says it
-        return marshal.dumps((0, 0, 0, f"read stopped: {exc}", 0, []))
-    try:
-        end = line_start(fd, (i + 1) * SEGMENT_BYTES) if i + 1 < n else None
-    except OSError:
-        end = None                              # read on to the failure, as one pass does
+def bounds(fd: int, size: int) -> list[int]:
+    """Where each segment starts (the first line start at or after each multiple of
+    :data:`SEGMENT_BYTES` below ``size``), found once, before the workers start, so that a
+    segment's end and the next one's start are the same offset even in a log still written.
+    A read that fails ends the list there: the last segment then reads on to the failure, as
+    one pass does, and says it."""
+    out = []
+    for i in range(-(-size // SEGMENT_BYTES)):
+        try:
+            out.append(line_start(fd, i * SEGMENT_BYTES))
+        except OSError:
+            break
+    return out or [0]
+
+
+def segment(fd: int, i: int, starts: list[int], keys: tuple[bytes, ...],
+            follow: Mapping[bytes, int], keys2: tuple[bytes, ...],
+            follow2: Mapping[bytes, int]) -> bytes:
+    """Segment ``i`` (``starts``: :func:`bounds`) read as :func:`iter_blocks2` reads a whole
+    file, line numbers counted from the segment's start; the lines still to follow at its end
+    are taken past it. Returns the :mod:`marshal` message :func:`blocks` decodes."""
+    start, end = starts[i], starts[i + 1] if i + 1 < len(starts) else None
     stats = InputStats("")
     out = [_pack(b) for b in iter_blocks2(_Range(fd, start, end), stats, keys, follow, keys2,
                                          follow2)]
@@ -190,11 +201,12 @@ def _unpack(packed: tuple[bytes, bytes, Optional[bytes]], base: int, skip: int
     return nums, lines, whiches
 
 
-def _worker(fd: int, mine: list[int], n: int, conn: Any, parent: int, args: tuple) -> None:
+def _worker(fd: int, mine: list[int], starts: list[int], conn: Any, parent: int,
+            args: tuple) -> None:
     if worker_start(parent) is False:
         return
     for i in mine:
-        conn.send_bytes(segment(fd, i, n, *args))
+        conn.send_bytes(segment(fd, i, starts, *args))
 
 
 def workers_for(size: int) -> Optional[int]:
@@ -217,32 +229,34 @@ def blocks(src: Source, path: str, keys: tuple[bytes, ...], follow: Mapping[byte
            keys2: tuple[bytes, ...], follow2: Mapping[bytes, int]) -> Iterator[Block]:
     """:func:`iter_blocks2` over ``src`` (opened from ``path``): by workers for a big regular
     file (see the module's docstring), else in this process. ``src.stats`` is filled in."""
-    fd = -1
+    fd, count = -1, None
     if path != "-" and not src.stats.gzip:
-        try:
-            fd = os.open(path, os.O_RDONLY)
+        try:                           # the file src has open, whatever its name is now
+            fd = os.dup(src.stream.fileno())
             info = os.fstat(fd)
-        except OSError:
-            info = None
-        if info is None or not stat.S_ISREG(info.st_mode) or not workers_for(info.st_size):
-            if fd >= 0:
-                os.close(fd)
-            fd = -1
-    if fd < 0:
+            if stat.S_ISREG(info.st_mode):
+                count = workers_for(info.st_size)
+        except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+            pass
+    if count is None:
+        if fd >= 0:
+            os.close(fd)
         yield from iter_blocks2(src.stream, src.stats, keys, follow, keys2, follow2)
         return
     try:
-        yield from _parallel(fd, info.st_size, src.stats, (keys, follow, keys2, follow2))
+        yield from _parallel(fd, info.st_size, count, src.stats, (keys, follow, keys2, follow2))
     finally:
         os.close(fd)
 
 
-def _parallel(fd: int, size: int, stats: InputStats, args: tuple) -> Iterator[Block]:
+def _parallel(fd: int, size: int, count: int, stats: InputStats, args: tuple
+              ) -> Iterator[Block]:
     import multiprocessing
 
     ctx = multiprocessing.get_context("fork")
-    n = -(-size // SEGMENT_BYTES)
-    count = workers_for(size) or 1
+    starts = bounds(fd, size)
+    n = len(starts)
+    count = min(count, n)
     conns: list[Any] = []
     procs: list[Any] = []
     try:
@@ -250,7 +264,8 @@ def _parallel(fd: int, size: int, stats: InputStats, args: tuple) -> Iterator[Bl
             for w in range(count):
                 recv, send = ctx.Pipe(duplex=False)
                 p = ctx.Process(target=_worker, daemon=True,
-                                args=(fd, list(range(w, n, count)), n, send, os.getpid(), args))
+                                args=(fd, list(range(w, n, count)), starts, send, os.getpid(),
+                                      args))
                 p.start()
                 send.close()
                 conns.append(recv)
@@ -265,7 +280,7 @@ def _parallel(fd: int, size: int, stats: InputStats, args: tuple) -> Iterator[Bl
                 except (EOFError, OSError):
                     conns[i % count] = None             # this worker's segments: read here
             if msg is None:
-                msg = segment(fd, i, n, *args)
+                msg = segment(fd, i, starts, *args)
             nbytes, lines, truncated, error, more, packed = marshal.loads(msg)
             for block in packed:
                 got = _unpack(block, base, skip)

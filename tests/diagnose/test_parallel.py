@@ -218,9 +218,9 @@ def test_a_key_that_recurs_within_its_follow_up_costs_no_more_than_its_follow_up
     assert (out, 3000, 0) == line_by_line(data, keys, follow)
     fd = os.open(path, os.O_RDONLY)
     try:
-        n = -(-len(data) // parallel.SEGMENT_BYTES)
-        mores = [marshal.loads(parallel.segment(fd, i, n, keys, follow, (), {}))[4]
-                 for i in range(n - 1)]
+        starts = parallel.bounds(fd, len(data))
+        mores = [marshal.loads(parallel.segment(fd, i, starts, keys, follow, (), {}))[4]
+                 for i in range(len(starts) - 1)]
     finally:
         os.close(fd)
     assert max(mores) <= 12, mores          # read on: at most the follow-up, not to the end
