@@ -315,7 +315,8 @@ def iter_blocks2(stream: BinaryIO, stats: InputStats, keys: tuple[bytes, ...],
         new = max((follow.get(k, 0) for k in found), default=0)
         new2 = max((follow2.get(k, 0) for k in found2), default=0)
         pending, pending2 = max(pending - 1, new, 0), max(pending2 - 1, new2, 0)
-        fresh[:] = max(fresh[0] - 1, new, 0), max(fresh[1] - 1, new2, 0)
+        if until_done:
+            fresh[:] = max(fresh[0] - 1, new, 0), max(fresh[1] - 1, new2, 0)
         return which
 
     for k in keys + keys2:

@@ -39,10 +39,13 @@ def tiny(monkeypatch):
     return segments
 
 
-def _flat(path: str) -> tuple[list, int, int, int]:
+def _flat(path: str, keys=KEYS, follow=NEXT, keys2=KEYS2, follow2=NEXT2
+          ) -> tuple[list, int, int, int]:
+    """``(line_number, line, which)`` of every line ``parallel.blocks`` takes from ``path``, and
+    the lines, cut lines and bytes it counted."""
     out = []
     with open_source(path) as src:
-        for numbers, lines, which in parallel.blocks(src, path, KEYS, NEXT, KEYS2, NEXT2):
+        for numbers, lines, which in parallel.blocks(src, path, keys, follow, keys2, follow2):
             out.extend(zip(numbers, lines, which or [1] * len(lines)))
         return out, src.stats.lines, src.stats.truncated_lines, src.stats.bytes
 
@@ -76,12 +79,8 @@ def test_lines_followed_across_many_segments(tiny, tmp_path):
     data = b"\n".join([b"x"] * 3 + [b"hdr a"] + body[:5] + [b"hdr b"] + body + [b"NCCL end"])
     path = tmp_path / "job.log"
     path.write_bytes(data)
-    out = []
-    with open_source(str(path)) as src:
-        for numbers, lines, which in parallel.blocks(src, str(path), keys, follow, (), {}):
-            out.extend(zip(numbers, lines, which or [1] * len(lines)))
-        n = src.stats.lines
-    assert (out, n, 0) == line_by_line(data, keys, follow)
+    out, n, cut, _ = _flat(str(path), keys, follow, (), {})
+    assert (out, n, cut) == line_by_line(data, keys, follow)
     assert [x[0] for x in out] == list(range(4, 23)) + [51]
 
 
@@ -211,11 +210,8 @@ def test_a_key_that_recurs_within_its_follow_up_costs_no_more_than_its_follow_up
     data = b"\n".join(lines) + b"\n"
     path = tmp_path / "job.log"
     path.write_bytes(data)
-    out = []
-    with open_source(str(path)) as src:
-        for numbers, got, which in parallel.blocks(src, str(path), keys, follow, (), {}):
-            out.extend(zip(numbers, got, which or [1] * len(got)))
-    assert (out, 3000, 0) == line_by_line(data, keys, follow)
+    out, n, cut, _ = _flat(str(path), keys, follow, (), {})
+    assert (out, n, cut) == line_by_line(data, keys, follow) and n == 3000
     fd = os.open(path, os.O_RDONLY)
     try:
         starts = parallel.bounds(fd, len(data))
