@@ -52,6 +52,10 @@ def test_each_node_has_its_own_hostname_address_and_sshd(two_nodes):
                                              "cat /proc/net/dev | grep -c eth0; hostname"],
                                  capture_output=True, text=True, timeout=20)
         assert by_addr.stdout.split() == ["1", node.name]
+        # a session's temp files (a failed bench's kept rank logs) go with the cluster
+        tmp = subprocess.run(SSH_BASE + ["-F", c.ssh_config, node.name, "--", "echo $TMPDIR"],
+                             capture_output=True, text=True, timeout=20).stdout.strip()
+        assert tmp == f"{c.state_dir}/tmp" and Path(tmp).is_dir(), tmp
     assert socket_hostname_of_test_runner() != "node1"
     hostfile = Path(c.hostfile).read_text()
     assert hostfile == "".join(f"{n.addr} slots=1\n" for n in c.nodes)
