@@ -5,9 +5,9 @@ The node names (``node1``, ``node2``) resolve nowhere but in Slurm's NodeAddr, a
 whose node names are Slurm's own. torchrun across two nodes: tests/bench/test_torchrun.py.
 
 Two tests are marked ``alone``: one holds a run's bandwidth to the link's rate, one a failure to
-a bound of twice its deadline (the one its message states). The others assert no timing of the
-shared CPU, or a bound many times what the command takes (a failure before torch is imported),
-and run beside other tests.
+a bound (30 s) of twice its deadline (15 s). The others assert no timing of the shared CPU, or a
+bound many times what the command takes (a failure before torch is imported), and run beside
+other tests.
 """
 
 from __future__ import annotations
@@ -98,13 +98,10 @@ def test_srun_bench_with_an_address_of_the_wrong_node_fails_within_the_deadline(
     out, took = run(["srun", "-N2", BIN, "bench", *SMALL, "--master-addr", other], env,
                     timeout=60)
     assert out.returncode != 0
+    assert took < 30, took
     assert f"rank 0 on node1: rank 0 hosts the rendezvous store but {other}" in out.stderr
-    waited = re.search(rf"rank 1 on node2: cannot reach the rendezvous at {other}:29500 within "
-                       r"(\d+) s", out.stderr)
-    assert waited, out.stderr[-2000:]
-    # its deadline: 15 s past twice its own start-up (torch's import: meet.deadline_for)
-    assert 15 <= int(waited.group(1)) < 75, waited.group(0)
-    assert took < 2 * int(waited.group(1)), took
+    assert re.search(rf"rank 1 on node2: cannot reach the rendezvous at {other}:29500 within "
+                     r"15 s", out.stderr), out.stderr[-2000:]
     assert no_leftovers(c) == []
 
 

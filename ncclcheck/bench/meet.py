@@ -2,8 +2,7 @@
 
 torch.distributed waits ``--timeout`` (300 s) for a rendezvous address that does not resolve,
 that no one listens on, or that a rank never reaches. Every rank runs :func:`join` first and
-fails within :data:`DEADLINE_S` past twice its own start-up (:func:`deadline_for`), naming the
-address, the rank and node, and the fix:
+fails within :data:`DEADLINE_S` naming the address, the rank and node, and the fix:
 
 1. :func:`resolve` the address (bounded: a resolver may stall on DNS). Inside a Slurm job a
    node name that does not resolve is looked up in Slurm (``scontrol show node NAME`` gives
@@ -29,10 +28,7 @@ import threading
 import time
 from typing import Any
 
-import psutil
-
-#: Seconds within which a rank that cannot rendezvous fails, past twice its own start-up
-#: (:func:`deadline_for`).
+#: Seconds within which a rank that cannot rendezvous fails.
 DEADLINE_S = 15.0
 SCONTROL_TIMEOUT_S = 5.0
 FIX = ("pass --master-addr (or MASTER_ADDR) with an address of the first node that every node "
@@ -168,46 +164,18 @@ def is_local(ip: str) -> bool:
             return False
 
 
-def start_up_s() -> float:
-    """Seconds since this process began (its start time as the kernel keeps it; 0 if unknown)."""
-    try:
-        return max(0.0, time.time() - psutil.Process().create_time())
-    except (OSError, psutil.Error):
-        return 0.0
-
-
-def deadline_for(start_up: float, timeout_s: float) -> float:
-    """How long a rank waits at the rendezvous: :data:`DEADLINE_S` past twice its own start-up
-    (``start_up``: :func:`start_up_s`, mostly torch's import), never past the job's timeout
-    where that is longer than :data:`DEADLINE_S` (a shorter one leaves :data:`DEADLINE_S`, as
-    before).
-
-    The other ranks were started with this one and have the same to load. Where that is slow
-    (torch on a network file system, a loaded node) and uneven, a fixed 15 s failed a run whose
-    ranks were all on their way; a wrong or unreachable address still fails in seconds on a
-    node that starts in seconds, and one that does not resolve or is not rank 0's fails before
-    torch is imported (:func:`check_address`).
-
-    >>> [deadline_for(up, 300.0) for up in (2.2, 40, 400)], deadline_for(9, 5)
-    ([19.0, 95.0, 300.0], 15.0)
-    """
-    return min(float(round(DEADLINE_S + 2 * start_up)), max(timeout_s, DEADLINE_S))
-
-
-def wait_reachable(ip: str, port: int, label: str, deadline: float,
-                   seconds: float = DEADLINE_S) -> None:
-    """Connect to ``ip:port`` until it answers, or raise once ``deadline`` (monotonic) passes
-    (``seconds``: how long that was, as the message says it)."""
+def wait_reachable(ip: str, port: int, label: str, deadline: float) -> None:
+    """Connect to ``ip:port`` until it answers, or raise once ``deadline`` (monotonic) passes."""
     last = "no attempt"
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
             if last == "Connection refused":  # a host that answers: no listener there
                 raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
-                                      f"{seconds:g} s ({last}); rank 0 did not start its "
+                                      f"{DEADLINE_S:g} s ({last}); rank 0 did not start its "
                                       f"store there; fix: {FIX}")
             raise RendezvousError(f"cannot reach the rendezvous at {label}:{port} within "
-                                  f"{seconds:g} s ({last}): {firewall_hint(label)}")
+                                  f"{DEADLINE_S:g} s ({last}): {firewall_hint(label)}")
         with socket.socket() as s:
             s.settimeout(min(2.0, max(left, 0.1)))
             try:
@@ -287,7 +255,7 @@ def join(dist: Any, ident: dict[str, Any], timeout_s: float, environ: dict[str, 
                     f"own errors say why); fix: {FIX}")
             time.sleep(0.05)
     else:
-        wait_reachable(ip, port, label, deadline, deadline_s)
+        wait_reachable(ip, port, label, deadline)
         try:
             store = dist.TCPStore(ip, port, world, False, short)
             store.set(f"ncclcheck/joined/{rank}", host)

@@ -55,10 +55,6 @@ Emit = Callable[[dict], None]
 collective.bind(torch, dist)  # the collectives' torch: this module's, the only import of torch
 ALL_GATHER, REDUCE_SCATTER = collective.ALL_GATHER, collective.REDUCE_SCATTER
 
-#: Seconds this process took to get here, torch's import included: how long its peers may still
-#: need (meet.deadline_for); taken once, as a process may run more than one sweep (tune)
-START_UP_S = meet.start_up_s()
-
 
 # -- gathering ------------------------------------------------------------------------------------
 def all_gather_json(obj: Any, device: Any) -> list[Any]:
@@ -183,12 +179,9 @@ def run_rank(spec: dict[str, Any], ident: dict[str, Any], emit: Emit) -> dict[st
     if op.name == "sendrecv" and world < 2:
         raise RankFailure("sendrecv needs at least 2 ranks")
     ident = {**ident, "master_addr": ident["master_addr"] or "127.0.0.1"}
-    # resolves the address (Slurm's NodeAddr too); fails naming rank and node, within 15 s past
-    # twice this rank's own start-up: its peers have as much to load (meet.deadline_for)
-    wait = meet.deadline_for(START_UP_S, float(spec["timeout_s"]))
-    try:
+    try:  # resolves the address (Slurm's NodeAddr too); fails in 15 s naming rank and node
         store = meet.join(dist, ident, float(spec["timeout_s"]), dict(os.environ),
-                          deadline_s=wait, resolved=ident.get("master_resolved"))
+                          resolved=ident.get("master_resolved"))
     except meet.RendezvousError as exc:
         raise RankFailure(str(exc)) from None
     if not cuda:

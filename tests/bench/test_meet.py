@@ -57,9 +57,9 @@ def test_an_address_nobody_listens_on_fails_at_the_deadline_naming_it():
     port = closed_port()
     start = time.monotonic()
     with pytest.raises(meet.RendezvousError) as err:
-        meet.wait_reachable("127.0.0.1", port, "node1 (127.0.0.1)", time.monotonic() + 1.0, 1.0)
+        meet.wait_reachable("127.0.0.1", port, "node1 (127.0.0.1)", time.monotonic() + 1.0)
     assert 0.9 < time.monotonic() - start < 3
-    assert f"cannot reach the rendezvous at node1 (127.0.0.1):{port} within 1 s" in str(err.value)
+    assert f"cannot reach the rendezvous at node1 (127.0.0.1):{port}" in str(err.value)
     assert "Connection refused" in str(err.value)
 
 
@@ -146,12 +146,3 @@ def test_inside_a_launcher_a_wrong_address_fails_before_torch_is_imported(tmp_pa
     assert out.stderr.startswith(f"ncclcheck: error: rank 0 on {socket.gethostname()}: {said}")
     assert out.stdout == "False\n"
     assert list(tmp_path.iterdir()) == []
-
-
-def test_a_rank_waits_past_twice_its_own_start_up():
-    """A rank that took 20 s to start (torch on NFS) waits 55 s for peers that load the same;
-    this process's own start-up is read from the kernel (it began before this test)."""
-    assert meet.deadline_for(20.0, 300.0) == 55.0
-    assert meet.deadline_for(0.0, 300.0) == meet.DEADLINE_S
-    assert meet.deadline_for(1000.0, 300.0) == 300.0        # never past the job's --timeout
-    assert 0 < meet.start_up_s() < 24 * 3600

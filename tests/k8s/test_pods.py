@@ -13,9 +13,8 @@ of ``k8s render pairwise --api API --nodes 4`` against the hunt over ssh (the MP
 module: the 2-node runs use its first two nodes. The runs start together from one module
 fixture, at most ``AT_ONCE`` at a time (they wait on rendezvous and ssh more than on the CPU).
 None of them asserts a timing, but the whole module stays ``alone``: its runs start up to 3
-benches' ranks at once, and bench's rank 0 waited 15 s (bench/meet.py DEADLINE_S; now 15 s past
-twice its own start-up) for the others after its own torch import, which a run beside other
-tests missed once (lws, load 5-10). The
+benches' ranks at once, and bench's rank 0 waits 15 s (bench/meet.py DEADLINE_S) for the others
+after its own torch import, which a run beside other tests missed once (lws, load 5-10). The
 hunts' verdicts are timings of the shared CPU: they run after them, one at a time, so no other
 run's load makes a pair slow. Each test
 then checks what differs between the APIs: how its pods found their node rank, node count and
