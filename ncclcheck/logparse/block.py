@@ -41,6 +41,19 @@ _STAMP_HEAD = re.compile(rb"\A" + STAMP_PATTERN)
 _HEAD, _SEP, _BODY = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
+def is_net_without_gdr(fact: Any) -> bool:
+    """A connection fact over a network transport that does not use GPUDirect RDMA."""
+    return (fact is not None and fact[0] == "connection" and fact[1][1][:4] == "NET/"
+            and not fact[1][2])
+
+
+def first_net_line(proc: Any, fact: Any) -> bool:
+    """Whether a line with ``fact`` must not only be counted: it is the first NET connection
+    without GPUDirect RDMA of ``proc``, whose line ib-gdr-not-ready shows as evidence (apply.py
+    keeps it in ``proc.evidence["net_conn"]``; a counted line has no file nor line number)."""
+    return "net_conn" not in proc.evidence and is_net_without_gdr(fact)
+
+
 class BlockMixin:
     """:meth:`feed_block` and :meth:`flush` of :class:`~ncclcheck.logparse.state.LogState`."""
 
@@ -79,7 +92,24 @@ class BlockMixin:
                 if fact is None or (fact is not memo and fact[0] in DEFERRED):
                     facts[k] = NOFACT if fact is None else fact
                     only[k] = True
+        self._first_net_lines(procs, facts, only)
         return procs, facts, only   # (a CR line is never counted: no memo key holds a CR)
+
+    @staticmethod
+    def _first_net_lines(procs: list[Any], facts: list[Any], only: list[Any]) -> None:
+        """The lines :func:`first_net_line` keeps from being counted take the long way (only the
+        first of each process: it then has its evidence). Free where every NET connection uses
+        GPUDirect RDMA, or every process has its evidence."""
+        nets = {f for f in set(facts) if is_net_without_gdr(f)}
+        if not nets:
+            return
+        lacking = {p for p in set(procs) if p is not None and "net_conn" not in p.evidence}
+        for k in compress(range(len(facts)), map(nets.__contains__, facts)):
+            if not lacking:
+                return
+            if only[k] and procs[k] in lacking:
+                only[k] = False
+                lacking.discard(procs[k])
 
     def feed_block(self, lines: list[bytes], numbers: list[int], file: str) -> None:
         """:meth:`~.state.LogState.feed_bytes` of each line, in order (``numbers`` their line

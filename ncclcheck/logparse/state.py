@@ -13,7 +13,7 @@ from collections import Counter
 from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
-from ncclcheck.logparse.block import DEFERRED, MAX_AGG, NOFACT, BlockMixin
+from ncclcheck.logparse.block import DEFERRED, MAX_AGG, NOFACT, BlockMixin, first_net_line
 from ncclcheck.logparse.facts import Fact, parse_info, parse_version
 from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
@@ -199,7 +199,7 @@ class LogState(FactsMixin, BlockMixin):
                         if len(self._agg) >= MAX_AGG:
                             self._agg.clear()
                         self._agg[body] = NOFACT if fact is None else fact
-                    if self._deferring:
+                    if self._deferring and not first_net_line(proc, fact):
                         self._count_block()             # the block's lines before this one
                         self._pending[(proc, NOFACT if fact is None else fact)] += 1
                         self._last_proc[file] = proc

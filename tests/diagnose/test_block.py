@@ -193,3 +193,29 @@ def test_diagnose_feeds_blocks_only_in_fast_mode(tmp_path, monkeypatch):
     monkeypatch.setattr(LogState, "fast", False)
     diagnose_mod.diagnose_files([str(path)])
     assert not called
+
+
+def test_the_first_net_line_without_gdr_keeps_its_line_as_evidence(tmp_path, monkeypatch):
+    """ib-gdr-not-ready shows each process's first NET connection without /GDRDMA. When another
+    process printed the same message first (NVIDIA/nccl#2397: ranks on two hosts, 'Channel 00/0 :
+    1[1] -> 2[0] [receive] via NET/IB/2'), the block path counted the line and its evidence lost
+    its file and line number ({"file": "", "line": 0}); it must take the long way once."""
+    lines = []
+    for host in ("a", "b"):
+        h = f"{host}:1:1 [0] NCCL INFO"
+        lines += [f"{h} Using network IB", f"{h} comm 0x1 rank 0 nRanks 2 nNodes 2 localRanks 1 "
+                  f"localRank 0 MNNVL 0", f"{h} Connected all rings"]
+    net = "[0] NCCL INFO Channel 00/0 : 1[1] -> 0[0] [receive] via NET/IB/2"
+    lines += [f"a:1:1 {net}", f"b:1:1 {net}"]                    # feed_bytes counts b's
+    lines += ["a:1:1 [0] NCCL INFO Connected all rings"] * 80     # a block of its own (4 KiB)
+    lines += [f"c:1:1 [0] NCCL INFO {m}" for m in ("Using network IB", "Connected all rings")]
+    lines += ["a:1:1 [0] NCCL INFO Connected all rings"] * 80
+    lines += [f"c:1:1 {net}", f"a:1:1 {net}", f"c:1:1 {net}"]    # the block path counts c's
+    path = tmp_path / "t.log"
+    path.write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(reader, "CHUNK_BYTES", 4096)
+    fast, slow = _both(str(path), monkeypatch)
+    assert fast == slow
+    (gdr,) = [f for f in json.loads(fast)["findings"] if f["id"] == "ib-gdr-not-ready"]
+    assert [(e["file"], e["line"]) for e in gdr["evidence"]] == [(str(path), 7), (str(path), 8),
+                                                                  (str(path), 171)]
