@@ -19,6 +19,7 @@ from ncclcheck.signatures import (
                                   launcher,
                                   nccltests,
                                   plugin,
+                                  ras,
                                   rdma,
                                   shm,
                                   torch,
@@ -28,7 +29,7 @@ from ncclcheck.signatures.base import Signature
 from ncclcheck.signatures.dispatch import Dispatch
 
 _FAMILIES = (shm, interface, rdma, plugin, ib, connection, gpu, version, cuda, torch, launcher,
-             init, nccltests, diag)
+             init, nccltests, diag, ras)
 
 #: signatures matched against log lines, in reporting order.
 LINE_SIGNATURES: tuple[Signature, ...] = tuple(

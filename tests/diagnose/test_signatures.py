@@ -306,3 +306,20 @@ def test_no_advice_downgrades_the_fabric_as_a_fix():
         for m in DOWNGRADES.finditer(text):
             around = text[max(0, m.start() - 300):m.end() + 300]
             assert ON_PURPOSE.search(around), f"{src.name}: {around}"
+
+
+def test_ras_client_port_in_use_is_a_harmless_note_not_an_unknown_warning():
+    """NCCL >= 2.24 ignores a failed RAS client socket ((void)rasClientInitSocket() in
+    src/ras/ras.cc): the WARN it prints on a port held by another user's job (NVIDIA/nccl#2397,
+    a job that went on to run its collectives) is an info note with its cause, not a warning
+    'this tool does not recognise'. A bind failure elsewhere (the bootstrap's own socket) is not."""
+    ras = ("[2026-09-09 11:29:56] ubuntu2:321049:321049 [0] ras/client_support.cc:181 NCCL WARN "
+           "Call to bind failed: Address already in use")
+    found = findings_of(ras, "ubuntu2:321049:321049 [0] NCCL INFO RAS failed to establish a client "
+                             "listening socket at localhost:28028")
+    assert list(found) == ["log-ras-client-port"] and found["log-ras-client-port"]["severity"] == "info"
+    assert "Address already in use" in found["log-ras-client-port"]["message"]
+    assert "NCCL_RAS_ADDR" in found["log-ras-client-port"]["fix"]
+    other = findings_of("e8:213:213 [0] include/socket.h:333 NCCL WARN Call to bind failed : Address "
+                        "already in use")
+    assert "log-ras-client-port" not in other
