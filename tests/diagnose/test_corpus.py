@@ -201,11 +201,15 @@ RECENT_HEALTHY = {name: expected(name) for name in HEALTHY
 
 def test_real_healthy_logs_of_recent_nccl_cover_every_transport():
     """The real samples found so far (issue 24): IB, RoCE (SR-IOV pods) and sockets at 2.21,
-    EFA at 2.26 and 2.27; the synthetic matrix in test_healthy_versions.py holds the formats of
-    the versions no public healthy log was found for. A cut that stops before Init COMPLETE is
-    'no failure seen', never a warning."""
+    EFA at 2.26, 2.27 and 2.29 (aws-ofi-nccl 1.18, Slurm), RoCE at 2.28 (two DGX Spark); a real
+    2.28.9 Socket job is tests/fixtures/device/h200/two-hostid-socket. No public healthy IB log of
+    2.28-2.30 was found: the synthetic matrix in test_healthy_versions.py holds those formats. A
+    cut that stops before Init COMPLETE is 'no failure seen', never a warning."""
     transports = {exp["transport"] for exp in RECENT_HEALTHY.values()}
     assert {"IB", "RoCE", "EFA", "Socket"} <= transports, transports
+    newest = {exp["transport"] for exp in RECENT_HEALTHY.values()
+              if tuple(int(x) for x in exp["nccl_version"].split(".")[:2]) >= (2, 28)}
+    assert {"RoCE", "EFA"} <= newest, newest
     for name, exp in RECENT_HEALTHY.items():
         assert exp["transport"] in ("IB", "RoCE", "EFA", "Socket"), name
         assert exp["expect_ids"] == [], name
