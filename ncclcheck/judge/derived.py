@@ -31,6 +31,7 @@ from ncclcheck.judge.derived_base import (
     plural,
 )
 from ncclcheck.judge.derived_gdr import check_gdr_unseen, without_gdr_by_design
+from ncclcheck.judge.derived_p2p import check_bad_address_after_init
 from ncclcheck.judge.derived_hosts import (
     check_gdr_hosts,
     gdr_module_words,
@@ -375,7 +376,8 @@ def check_fallbacks(state: LogState) -> None:
 
 
 CHECKS = (check_versions, check_version_hints, check_drivers, check_transports, check_interfaces, check_rdma_unused,
-          check_gdr, check_gdr_hosts, check_gdr_unseen, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork, check_init, check_fallbacks)
+          check_gdr, check_gdr_hosts, check_gdr_unseen, check_mixed_vendors, check_debug_vars, check_p2p_hang, check_efa_fork,
+          check_bad_address_after_init, check_init, check_fallbacks)
 
 
 def run_checks(state: LogState) -> None:

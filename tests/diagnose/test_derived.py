@@ -438,3 +438,22 @@ def test_real_log_libibverbs_missing_names_the_socket_cost():
     f = by_id(diagnose_files([str(log)]), "nccl-ibverbs-unloadable")
     assert "over TCP sockets on lo, eth0" in f["message"]
     assert "fraction of the bandwidth RDMA would get" in f["message"]
+
+
+def test_a_bad_peer_address_after_init_is_the_point_to_point_connection():
+    """NVIDIA/nccl#2057 (NCCL 2.29.2): every rank completed init, then ungrouped ncclSend/ncclRecv
+    on both ranks made the socket transport read an address of family 1. The cause is the
+    point-to-point ordering (group the calls), not NCCL_SOCKET_IFNAME; the same line before
+    Init COMPLETE keeps the bootstrap words."""
+    h = "VM-16-64-ubuntu:28471:{tid} [0]"
+    init = [f"{h.format(tid=28471)} NCCL INFO Using network Socket",
+            f"{h.format(tid=28471)} NCCL INFO [Rank 0] ncclCommInitRank comm 0x55 rank 0 nranks 2 "
+            "cudaDev 0 nvmlDev 0 busId 80 commId 0x2e - Init START"]
+    done = [f"{h.format(tid=28471)} NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 2 cudaDev 0 "
+            "nvmlDev 0 busId 80 commId 0x2e - Init COMPLETE"]
+    bad = [f"[2026-03-18 11:13:09] {h.format(tid=28499)} misc/socket.cc:537 NCCL WARN "
+           "ncclSocketInit: connecting to address  with family 1 is neither AF_INET(2) nor AF_INET6(10)"]
+    after = by_id(diagnose_lines(*init, *done, *bad), "log-socket-bad-address")
+    assert "ncclGroupStart" in after["fix"] and "NVIDIA/nccl#2057" in after["cause"]
+    before = by_id(diagnose_lines(*init, *bad, *done), "log-socket-bad-address")
+    assert "ncclGroupStart" not in before["fix"] and "NCCL_SOCKET_IFNAME" in before["cause"]
