@@ -63,6 +63,7 @@ class BlockMixin:
     _pending: Counter
     _deferring: bool
     _heads_gen: int
+    _nogdr: bool
     _block: Optional[tuple[list[Any], list[Any], list[Any]]]
     _upto: int
     _at: int
@@ -92,24 +93,25 @@ class BlockMixin:
                 if fact is None or (fact is not memo and fact[0] in DEFERRED):
                     facts[k] = NOFACT if fact is None else fact
                     only[k] = True
-        self._first_net_lines(procs, facts, only)
+        if self._nogdr:                               # a NET connection without GDR seen
+            self._first_net_lines(procs, facts, only)
         return procs, facts, only   # (a CR line is never counted: no memo key holds a CR)
 
     @staticmethod
     def _first_net_lines(procs: list[Any], facts: list[Any], only: list[Any]) -> None:
         """The lines :func:`first_net_line` keeps from being counted take the long way (only the
-        first of each process: it then has its evidence). Free where every NET connection uses
-        GPUDirect RDMA, or every process has its evidence."""
-        nets = {f for f in set(facts) if is_net_without_gdr(f)}
-        if not nets:
-            return
+        first of each process: it then has its evidence). Called only once such a connection was
+        parsed (``_nogdr``): nothing to pay where every NET connection uses GPUDirect RDMA."""
         lacking = {p for p in set(procs) if p is not None and "net_conn" not in p.evidence}
+        if not lacking:
+            return
+        nets = {f for f in set(facts) if is_net_without_gdr(f)}
         for k in compress(range(len(facts)), map(nets.__contains__, facts)):
-            if not lacking:
-                return
             if only[k] and procs[k] in lacking:
                 only[k] = False
                 lacking.discard(procs[k])
+                if not lacking:
+                    return
 
     def feed_block(self, lines: list[bytes], numbers: list[int], file: str) -> None:
         """:meth:`~.state.LogState.feed_bytes` of each line, in order (``numbers`` their line

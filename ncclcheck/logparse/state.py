@@ -13,7 +13,14 @@ from collections import Counter
 from typing import Any, Optional
 
 from ncclcheck.logparse.apply import FactsMixin
-from ncclcheck.logparse.block import DEFERRED, MAX_AGG, NOFACT, BlockMixin, first_net_line
+from ncclcheck.logparse.block import (
+    DEFERRED,
+    MAX_AGG,
+    NOFACT,
+    BlockMixin,
+    first_net_line,
+    is_net_without_gdr,
+)
 from ncclcheck.logparse.facts import Fact, parse_info, parse_version
 from ncclcheck.logparse.memokeys import STAMP_FIRST, frozen, head_key, shape
 from ncclcheck.logparse.nccl import NcclLine, parse_nccl_line
@@ -85,6 +92,7 @@ class LogState(FactsMixin, BlockMixin):
         self._agg: dict[bytes, Any] = {}                    # message that only counts -> fact
         self._pending: Counter = Counter()                  # (proc, fact) -> lines, see block.py
         self._deferring = False
+        self._nogdr = False      # a NET connection without GDR was parsed (block.first_net_line)
         self._heads_gen = 0                                 # headers taken again, or cleared
         self._block: Any = None                             # the block feed_block is at
         self._upto = self._at = 0
@@ -199,7 +207,7 @@ class LogState(FactsMixin, BlockMixin):
                         if len(self._agg) >= MAX_AGG:
                             self._agg.clear()
                         self._agg[body] = NOFACT if fact is None else fact
-                    if self._deferring and not first_net_line(proc, fact):
+                    if self._deferring and not (self._nogdr and first_net_line(proc, fact)):
                         self._count_block()             # the block's lines before this one
                         self._pending[(proc, NOFACT if fact is None else fact)] += 1
                         self._last_proc[file] = proc
@@ -273,6 +281,7 @@ class LogState(FactsMixin, BlockMixin):
         fact = self._facts.get(key, _MISSING)
         if fact is _MISSING:
             fact = parse_info(body.decode("utf-8", "replace"))
+            self._nogdr = self._nogdr or is_net_without_gdr(fact)
         if len(self._facts) >= MAX_FACT_MEMO - 1:
             self._facts.clear()
         self._facts[key] = self._facts[body] = fact
@@ -281,6 +290,7 @@ class LogState(FactsMixin, BlockMixin):
     def _remember(self, key: Line, msg: str) -> Optional[Fact]:
         """Parse a bulk message once and memoise it (bounded: the memo is cleared when full)."""
         fact = parse_info(msg)
+        self._nogdr = self._nogdr or is_net_without_gdr(fact)
         if len(self._facts) >= MAX_FACT_MEMO:
             self._facts.clear()
         self._facts[key] = fact
