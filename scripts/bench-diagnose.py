@@ -26,8 +26,9 @@ every line. The "NCCL lines/CPU-s" column is NCCL lines (the diagnosis' ``nccl_l
 second of the diagnose process, start-up included, prefilter included. For the 1-in-N logs
 and the sparse log a second table times the same ``diagnose`` with the job-level text scan of
 :mod:`ncclcheck.jobdir` switched off (torchrun summaries, ``[rankN]:`` lines and stacks; read in
-the same pass as the NCCL lines for a plain file, in a pass of its own for gzip): the rate of the
-NCCL log parse itself.
+the same pass as the NCCL lines for a plain file, in a pass of its own for gzip), and the parse
+alone: the lines the prefilter keeps, read into memory first, fed to a fresh log state (issue 24's
+"NCCL lines per second of parsing").
 
 The sparse log is the shape of issue 13's acceptance: ``diagnose`` must run at >= 0.1x the speed
 of ``grep -c NCCL`` on it (the "x grep" column: wall clock, Python's start-up included; "per
@@ -289,6 +290,36 @@ def nccl_part_argv(path: Path) -> list[str]:
     return [sys.executable, "-c", code, str(path)]
 
 
+PARSE_CODE = """
+import sys, time
+from ncclcheck.diagnose import KEYS, NEXT_KEYS
+from ncclcheck.logparse.prefilter import iter_blocks2
+from ncclcheck.logparse.reader import InputStats
+from ncclcheck.logparse.state import LogState
+with open(sys.argv[1], "rb") as f:
+    blocks = list(iter_blocks2(f, InputStats(sys.argv[1]), KEYS, NEXT_KEYS, (), {}))
+best = float("inf")
+for _ in range(int(sys.argv[2])):
+    state = LogState()
+    t = time.process_time()
+    for numbers, lines, which in blocks:
+        state.feed_block(lines, numbers, "log")
+    state.flush()
+    best = min(best, time.process_time() - t)
+print(sum(len(b[1]) for b in blocks), best)
+"""
+
+
+def parse_rate(path: Path, repeat: int, cwd: Optional[str] = None) -> tuple[int, float]:
+    """The parse alone, in a child (in ``cwd``: another tree): the lines the prefilter keeps,
+    read into memory first (not timed), then fed to a fresh ``LogState`` (``feed_block``, then
+    ``flush``), the least CPU seconds of ``repeat`` feeds: what "NCCL lines per second of
+    parsing" measures, apart from reading, prefiltering, the job scan and start-up."""
+    out = subprocess.run([sys.executable, "-c", PARSE_CODE, str(path), str(max(1, repeat))],
+                         capture_output=True, text=True, cwd=cwd, check=True).stdout.split()
+    return int(out[0]), float(out[1])
+
+
 def start_up(tmp: Path, repeat: int) -> tuple[float, float]:
     """Wall seconds of grep and of diagnose on a one-line log: the fixed cost of starting each,
     subtracted for the per-byte rates."""
@@ -312,6 +343,7 @@ def bench_one(path: Path, label: str, repeat: int = 1, nccl_part: bool = False,
     for n, tree in enumerate(trees):
         t_diag, cpu, doc_text, rss = got[n]
         part_cpu = got[len(trees) + n][1] if nccl_part else float("nan")
+        parsed, parse_cpu = parse_rate(path, repeat, tree) if nccl_part else (0, float("nan"))
         doc = json.loads(doc_text)
         lines = sum(i["lines"] for i in doc["inputs"])
         nccl = doc["summary"].get("nccl_lines", 0)
@@ -322,6 +354,7 @@ def bench_one(path: Path, label: str, repeat: int = 1, nccl_part: bool = False,
                      "cpu_s": cpu, "cpu_mb_s": size / 1e6 / cpu if cpu > 0 else float("nan"),
                      "cpu_lines_s": nccl / cpu if cpu > 0 else float("nan"),
                      "part_cpu_s": part_cpu, "rss_mib": rss / 1024,
+                     "parsed": parsed, "parse_cpu_s": parse_cpu,
                      "findings": [f["id"] for f in doc["findings"]],
                      "doc": json.dumps(doc, sort_keys=True), "grep_count": int(out.strip() or 0)})
     return rows
@@ -396,10 +429,12 @@ def main() -> None:
               f"{r['cpu_lines_s']:>17,.0f} {r['rss_mib']:>5.0f} MiB")
     parts = [r for r in results if r["part_cpu_s"] == r["part_cpu_s"]]      # not NaN
     if parts:
-        print(f"\n{'without the job scan':<44} {'CPU-s':>7} {'MB/CPU-s':>9} {'NCCL lines/CPU-s':>17}")
+        print(f"\n{'without the job scan':<44} {'CPU-s':>7} {'MB/CPU-s':>9} {'NCCL lines/CPU-s':>17}"
+              f" {'parse alone: lines':>19} {'CPU-s':>6} {'lines/CPU-s':>12}")
     for r in parts:
         print(f"{r['label']:<44} {r['part_cpu_s']:>7.2f} {r['bytes'] / 1e6 / r['part_cpu_s']:>9.1f} "
-              f"{r['nccl_lines'] / r['part_cpu_s']:>17,.0f}")
+              f"{r['nccl_lines'] / r['part_cpu_s']:>17,.0f} {r['parsed']:>19,} {r['parse_cpu_s']:>6.2f}"
+              f" {r['parsed'] / r['parse_cpu_s']:>12,.0f}")
     if args.against:
         print(f"\n{'this tree vs ' + args.against:<44} {'CPU-s':>7} {'faster':>7} {'same document':>14}")
         by_label = {r["label"]: r for r in results}
@@ -413,7 +448,9 @@ def main() -> None:
           f"with each command's start-up on a one-line log subtracted (grep {grep0 * 1e3:.0f} ms, "
           f"diagnose {diag0 * 1e3:.0f} ms, measured in this run); diagnose/CPU-s = MB per CPU second "
           f"of the diagnose process (the least of the runs), less sensitive to other load; without the "
-          f"job scan = the same diagnose with jobdir's scan_text switched off, start-up included; "
+          f"job scan = the same diagnose with jobdir's scan_text switched off, start-up included; parse "
+          f"alone = the lines the prefilter keeps fed to the log state from memory (issue 24's "
+          f"'NCCL lines per second of parsing'), least CPU of the runs; "
           f"findings on the synthetic log: "
           f"{sorted(set(results[-1]['findings']))})")
 
