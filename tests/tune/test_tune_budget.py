@@ -50,9 +50,10 @@ def test_a_run_the_end_of_the_budget_stops_is_cut_and_said(monkeypatch, tmp_path
     the watchdog stops it there, the run is recorded as cut and the measuring ends."""
     pytest.importorskip("torch")
     monkeypatch.setenv("TMPDIR", str(tmp_path))   # the failed run's kept rank logs go here
-    monkeypatch.setattr(command, "MIN_RUN_S", 1.0)
+    monkeypatch.setattr(command, "MIN_RUN_S", 1.0, raising=False)
     clock = clock_with(100.0, 1.5)
     run = command.bench_once(command.TuneRequest(procs=2, backend="gloo"), {}, clock)
+    assert "stopped by the remote deadline" in str(run["error"]), run   # not run to its end
     cut = re.match(re.escape(command.CUT) + r" \(its deadline: (1\.[0-5]) s\): ", run["error"])
     assert cut, run["error"]
     assert f"stopped by the remote deadline ({cut.group(1)} s)" in run["error"]
