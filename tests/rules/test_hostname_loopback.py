@@ -5,6 +5,8 @@ the same facts in a job of several nodes are a WARNING (issue: the lent machine'
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,12 @@ def test_master_addr_on_loopback_in_a_job_of_several_nodes_stays_an_error(vm):
                                                          master_addrs=["127.0.0.1"])
     f = finding([doc])
     assert f["severity"] == "error" and f["message"].startswith("MASTER_ADDR=host-1 resolves")
+
+
+def test_probe_fail_on_warning_passes_on_the_lone_vm():
+    """README: `ncclcheck probe --fail-on warning` exits 3 on a warning (CI gates); the lone VM
+    has none now (it exited 3 on the old rule)."""
+    out = subprocess.run([sys.executable, "-m", "ncclcheck", "probe", "--replay", str(H200),
+                          "--fail-on", "warning"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert "host-hostname-loopback" in out.stdout
