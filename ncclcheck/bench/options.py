@@ -53,6 +53,8 @@ class BenchOptions:
     sweep: dict[str, Any] | None = None
     launcher: str | None = None  #: "ssh", "slurm", or None: slurm inside an allocation
     pairwise: dict[str, Any] | None = None  #: bench --pairwise (ncclcheck.bench.pairlaunch)
+    #: a caller's cap on :func:`run_deadline` (tune: what is left of its --budget), or None
+    deadline_s: float | None = None
 
     def worker_spec(self, backend: str) -> dict[str, Any]:
         """What each rank needs to run the sweep."""
@@ -115,6 +117,13 @@ def stall_limit(opts: BenchOptions) -> float:
 
 
 def run_deadline(opts: BenchOptions) -> float:
-    """Seconds after which the remote watchdogs stop an agent no matter what (a backstop)."""
-    return (stall_limit(opts) * (2 * len(opts.sizes) + 1) + 2 * opts.timeout
-            + opts.connect_timeout + 60)
+    """Seconds after which the remote watchdogs stop an agent no matter what (a backstop), or
+    the caller's ``deadline_s`` when that is sooner.
+
+    >>> opts = BenchOptions(timeout=10, warmup=1, iters=4, sizes=[1 << 20, 2 << 20])
+    >>> run_deadline(opts), run_deadline(dataclasses.replace(opts, deadline_s=12.5))
+    (840.0, 12.5)
+    """
+    own = (stall_limit(opts) * (2 * len(opts.sizes) + 1) + 2 * opts.timeout
+           + opts.connect_timeout + 60)
+    return own if opts.deadline_s is None else min(own, opts.deadline_s)

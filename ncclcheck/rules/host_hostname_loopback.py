@@ -6,6 +6,7 @@ import ipaddress
 from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact
+from ncclcheck.rules.common import peer_scope
 
 
 def _loopback(addr: str) -> bool:
@@ -16,8 +17,20 @@ def _loopback(addr: str) -> bool:
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
-    """Error when MASTER_ADDR is or resolves to loopback; warning when the hostname resolves
-    (through /etc/hosts) only to loopback addresses."""
+    """Error when MASTER_ADDR is or resolves to loopback. When the hostname resolves (through
+    /etc/hosts) only to loopback addresses: a warning where the facts show this node in a
+    multi-node job (a launcher's node count, a world larger than this node's, several nodes
+    probed together: :func:`~ncclcheck.rules.common.peer_scope`), else INFO: the cloud-init and
+    Debian default on a single machine, harmless until other nodes connect to this one.
+
+    >>> doc = {"sections": {"netpath": {"status": "ok", "data": {"resolve": {
+    ...     "hostname": "vm", "hostname_addrs": ["127.0.0.1"]}}}}}
+    >>> check(doc)[0].severity.value
+    'info'
+    >>> doc["sections"]["host"] = {"status": "ok", "data": {"launcher": {"kind": "slurm", "nnodes": 2}}}
+    >>> [f.severity for f in check(doc)]
+    [None]
+    """
     res = fact(facts, "netpath.resolve", {})
     master = res.get("master_addr")
     master_addrs = [master] if master and _loopback(master) else list(res.get("master_addrs") or [])
@@ -30,17 +43,27 @@ def check(facts: dict[str, Any]) -> list[Finding]:
                  "name that resolves to it on every node)"),
             evidence={"netpath.resolve": res}, severity=Severity.ERROR)]
     name, addrs = res.get("hostname"), list(res.get("hostname_addrs") or [])
-    if name and addrs and all(_loopback(a) for a in addrs):
+    if not (name and addrs and all(_loopback(a) for a in addrs)):
+        return []
+    scope, why = peer_scope(facts)
+    fix = (f"Map {name} to this node's cluster address in /etc/hosts (replace its loopback "
+           "line, e.g. the 127.0.1.1 one Debian/Ubuntu installers write), or use an IP for "
+           "MASTER_ADDR")
+    if scope == "multi":
         return [Finding(
-            message=(f"the hostname {name} resolves to {', '.join(addrs)} in /etc/hosts: a "
-                     "rendezvous hosted here by name (MASTER_ADDR=$(hostname), torchrun "
-                     "--rdzv-endpoint, Gloo) binds or advertises loopback, and peers cannot "
-                     "connect"),
-            fix=(f"Map {name} to this node's cluster address in /etc/hosts (replace its "
-                 "loopback line, e.g. the 127.0.1.1 one Debian/Ubuntu installers write), or use "
-                 "an IP for MASTER_ADDR"),
-            evidence={"netpath.resolve": res})]
-    return []
+            message=(f"the hostname {name} resolves to {', '.join(addrs)} in /etc/hosts and "
+                     f"this node is in a multi-node job ({why}): a rendezvous hosted here by "
+                     "name (MASTER_ADDR=$(hostname), torchrun --rdzv-endpoint, Gloo) binds or "
+                     "advertises loopback, and peers cannot connect"),
+            fix=fix, evidence={"netpath.resolve": res, "peers": why})]
+    # INFO: the engine's peer gate appends that this matters once other nodes connect to this
+    # one, and why (the facts say one node, or do not say how many)
+    return [Finding(
+        message=(f"the hostname {name} resolves to {', '.join(addrs)} in /etc/hosts: a "
+                 "rendezvous hosted here by name (MASTER_ADDR=$(hostname), torchrun "
+                 "--rdzv-endpoint, Gloo) would bind or advertise loopback, which other nodes "
+                 "cannot reach"),
+        fix=fix, evidence={"netpath.resolve": res}, severity=Severity.INFO)]
 
 
 RULE = Rule(

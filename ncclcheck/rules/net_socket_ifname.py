@@ -25,7 +25,8 @@ subnet (the one the kernel sends by). Left unset, NCCL binds to either and the k
 and answer by the other (net-same-subnet-nics); the interface every node uses is never dropped.
 
 The rule stays quiet when NCCL's default already picks exactly these interfaces on every node
-(one NIC per node, say): pinning would only make the file fragile.
+(one NIC per node, say): pinning would only make the file fragile. No shared subnet: the default
+route's interfaces: a WARNING, or INFO on routed /32 (/128) hosts (rules/hostroute.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from typing import Any
 
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, hostname
 from ncclcheck.rules.common import natural, per_cluster
+from ncclcheck.rules.hostroute import judge, layout
 from ncclcheck.rules.net_transport import ib_ready, net_plugin
 
 VAR = "NCCL_SOCKET_IFNAME"
@@ -62,6 +64,8 @@ class Selection:
     fallback: bool = False                                 #: default-route interfaces, no shared subnet
     defaults: dict[str, list[str]] = field(default_factory=dict)  #: NCCL's own pick per host
     duplicates: dict[str, list[str]] = field(default_factory=dict)  #: host -> same-subnet extras
+    host_routes: bool = False                              #: fallback on /32 (/128) addresses only
+    unrouted: dict[str, list[str]] = field(default_factory=dict)  #: host -> peers' addrs, no route
 
 
 def is_up(iface: dict[str, Any]) -> bool:
@@ -273,6 +277,8 @@ def _select(nodes: list[dict[str, Any]]) -> Selection:
         if hosts and all(routed.values()):
             sel.fallback = True
             sel.names = routed
+            sel.host_routes, sel.unrouted = layout(
+                nodes, {h: [a for n in routed[h] for a in sel.usable[h][n]] for h in hosts})
             sel.value = _one_value(routed, all_names)
             if sel.value is None:
                 sel.per_host = {h: _value(v) for h, v in routed.items()}
@@ -328,6 +334,7 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
     where = (f"on {chosen}" if sel.chosen else
              "carrying the default route (no subnet is shared by every node: they must route "
              "to each other)")
+    routed_ok, where = judge(nodes, sel.host_routes, sel.unrouted, where)
     unwanted = {h: sorted(set(sel.defaults.get(h, [])) - set(sel.names[h])) for h in sel.hosts}
     unwanted = {h: v for h, v in unwanted.items() if v}
     default_note = ""
@@ -340,7 +347,8 @@ def check(nodes: list[dict[str, Any]]) -> list[Finding]:
                          "could bind either): the exact '=' list leaves it out")
     others = {h: [n for n in v if n not in sel.duplicates.get(h, [])] for h, v in unwanted.items()}
     # a same-subnet duplicate alone is net-same-subnet-nics' warning, on its node: INFO here
-    severity = Severity.WARNING if (any(others.values()) or sel.fallback or sel.per_host) else None
+    severity = Severity.WARNING if (any(others.values()) or (sel.fallback and not routed_ok)
+                                    or sel.per_host) else None
     if sel.tie:
         evidence["candidates"] = {VAR: list(sel.tie)}
     tie_note = ""

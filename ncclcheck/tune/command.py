@@ -29,6 +29,10 @@ from ncclcheck.tune.candidates import (BASELINE, backend_for, first_stage, gloo_
 
 #: Seconds kept back from the budget for verification and writing.
 RESERVE_S = 20.0
+#: The least a run is given (its deadline), and the least verification is given.
+MIN_RUN_S, MIN_VERIFY_S = 5.0, 10.0
+#: How a run that the end of the budget stopped is recorded (its error begins so).
+CUT = "cut at the end of --budget"
 
 
 @dataclasses.dataclass
@@ -75,6 +79,16 @@ class Quiet:
         pass
 
 
+def capped(own: float, left: float) -> float:
+    """A run's deadline: its own (bench's backstop) or what is ``left`` for measuring, the
+    smaller, but at least MIN_RUN_S (:meth:`Clock.fits` starts no run with less left).
+
+    >>> capped(840.0, 12.0), capped(9.0, 12.0), capped(840.0, 2.0)
+    (12.0, 9.0, 5.0)
+    """
+    return max(MIN_RUN_S, min(own, left))
+
+
 class Clock:
     """The ``--budget``: seconds used and left, and whether a run of the usual length fits."""
 
@@ -89,37 +103,64 @@ class Clock:
         """Seconds left for measuring (the reserve kept back)."""
         return self.budget_s - self.used() - min(RESERVE_S, self.budget_s * 0.1)
 
+    def run_deadline(self, own: float) -> float:
+        """The deadline handed to the next run (:func:`capped` by what is left now)."""
+        return capped(own, round(self.left(), 1))
+
+    def verify_timeout(self) -> float:
+        """What verification gets: what is left of the whole budget, at least MIN_VERIFY_S."""
+        return max(MIN_VERIFY_S, round(self.budget_s - self.used(), 1))
+
     def fits(self) -> bool:
         """Whether another run fits: at least 5 s left and as long as the longest run so far."""
-        need = max(self.walls, default=5.0)
-        if self.left() < max(5.0, need):
+        need = max(self.walls, default=MIN_RUN_S)
+        if self.left() < max(MIN_RUN_S, need):
             self.stopped = (f"budget: {self.left():.0f} s left for measuring, a run takes "
                             f"about {need:.0f} s; the rest was not measured")
             return False
         return True
 
 
-def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str, Any]:
-    """One bench run of ``env`` (bench's own options and launcher); a run record."""
-    from ncclcheck.bench import launch
+def run_options(req: TuneRequest, env: dict[str, str], clock: Clock) -> Any:
+    """Bench's options for one run of ``env``: bench's own, with the run's deadline capped by
+    what is left of the budget (:meth:`Clock.run_deadline`)."""
     from ncclcheck.bench.command import BenchRequest, bench_options
-    from ncclcheck.bench.options import Progress
+    from ncclcheck.bench.options import run_deadline
 
     breq = BenchRequest(op=req.op, min_bytes=req.min_bytes, max_bytes=req.max_bytes,
                         warmup=req.warmup, iters=req.iters, backend=req.backend,
                         procs=req.procs, nodes=req.nodes, hostfile=req.hostfile,
                         ssh_config=req.ssh_config, remote_python=req.remote_python,
                         connect_timeout=req.connect_timeout, launcher=req.launcher,
-                        timeout=max(5.0, min(req.timeout, clock.left())))
+                        timeout=max(MIN_RUN_S, min(req.timeout, clock.left())))
+    opts = bench_options(breq, env)
+    own = run_deadline(opts)
+    cap = clock.run_deadline(own)
+    opts.deadline_s = cap if cap < own else None
+    return opts
+
+
+def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str, Any]:
+    """One bench run of ``env`` (bench's own options and launcher); a run record. A run that
+    the end of the budget stops is recorded with its error beginning :data:`CUT`, and ends the
+    measuring (``clock.stopped``)."""
+    from ncclcheck.bench import launch
+    from ncclcheck.bench.options import Progress
+
+    opts = run_options(req, env, clock)
     started = time.monotonic()
     record: dict[str, Any] = {"peak_busbw_gbps": None, "avg_busbw_gbps": None, "error": None}
     try:
-        doc = launch.run(bench_options(breq, env), Progress())
+        doc = launch.run(opts, Progress())
     except BadInput:
         raise
     except NcclcheckError as exc:
         record["error"] = str(exc)
         doc = None
+        if opts.deadline_s is not None and time.monotonic() - started >= opts.deadline_s:
+            record["error"] = f"{CUT} (its deadline: {opts.deadline_s:g} s): {exc}"
+            clock.stopped = (f"budget: a run was {CUT} ({opts.deadline_s:g} s); the rest was "
+                             "not measured")
     wall = round(time.monotonic() - started, 2)
     clock.walls.append(wall)
     record["wall_s"] = wall
@@ -170,6 +211,8 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
             progress.running(f"round {r}/{req.repeats}: {cand['label']}")
             run = {"round": r, "position": position + 1, **bench_once(req, cand["env"], clock)}
             record(cand, run, cid)
+            if clock.stopped:  # the budget ended inside this run
+                return
             # a run can join others to it (or show they are not one configuration): at once
             twins = plan.same_run(active, baseline, resolves)
             for twin, runner in twins.items():
@@ -246,7 +289,7 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     verify = None
     if req.verify:
         progress.note("verifying the env file with libnccl")
-        verify = verify_env(final, nodes, req, max(10.0, clock.budget_s - clock.used()))
+        verify = verify_env(final, nodes, req, clock.verify_timeout())
     doc = tune_document(req, rec, nodes, backend, transport, stage1 + stage2, rounds, decision,
                         winner, final, clock, verify)
     return doc, final, text
@@ -290,7 +333,7 @@ def verify_env(final: dict[str, Any], nodes: list[dict[str, Any]], req: TuneRequ
 
         here = next((n for n in nodes if n.get("hostname") == socket.gethostname()), None)
         if here is not None:
-            return verify_text(render_env(final, "env"), req.nccl_lib, here)
+            return verify_text(render_env(final, "env"), req.nccl_lib, here, timeout)
         return verify_via_srun(render_env(final, "env"), req.nccl_lib, timeout, req.remote_python)
     if req.hostfile:
         from ncclcheck.hostfile import load_hostfile

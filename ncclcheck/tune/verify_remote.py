@@ -20,14 +20,15 @@ from ncclcheck.envformat import parse_env_text
 from ncclcheck.recommend.verify import VERIFY_TIMEOUT_S, find_libnccl, verify, where_warnings
 
 
-def verify_text(env_text: str, nccl_lib: str | None, facts: dict[str, Any] | None = None) -> dict[str, Any]:
+def verify_text(env_text: str, nccl_lib: str | None, facts: dict[str, Any] | None = None,
+                timeout: float = VERIFY_TIMEOUT_S) -> dict[str, Any]:
     """:func:`ncclcheck.recommend.verify.verify` on ``env_text`` written to a private temporary
-    file."""
+    file, each libnccl child given ``timeout`` s (VERIFY_TIMEOUT_S at most)."""
     with tempfile.TemporaryDirectory(prefix="ncclcheck-tune-verify-") as tmp:
         path = os.path.join(tmp, "nccl.env")
         with open(path, "w", encoding="utf-8") as f:
             f.write(env_text)
-        result = verify(path, find_libnccl(facts, nccl_lib))
+        result = verify(path, find_libnccl(facts, nccl_lib), min(timeout, VERIFY_TIMEOUT_S))
     result["where"] = socket.gethostname()
     return result
 
@@ -56,7 +57,7 @@ def verify_on_nodes(env_text: str, nodes: list[dict[str, Any]], nccl_lib: str | 
     here = socket.gethostname()
     local = next((n for n in nodes if n.get("hostname") == here), None)
     if local is not None or target is None or ssh is None:
-        result = verify_text(env_text, nccl_lib, local)
+        result = verify_text(env_text, nccl_lib, local, timeout)
         warnings = where_warnings(parse_env_text(env_text), local, here,
                                   [str(n.get("hostname")) for n in nodes])
         if local is None and not result["ok"]:  # the likely reason it failed: a problem

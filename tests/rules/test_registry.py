@@ -35,7 +35,7 @@ def test_ids_unique_and_well_formed():
 
 
 def test_every_rule_module_is_registered():
-    helpers = {"base", "engine", "common", "firewall_walk", "vendors"}  # Rule, engine, helpers
+    helpers = {"base", "engine", "common", "firewall_walk", "hostroute", "vendors"}  # Rule, engine, helpers
     modules = {m.name for m in pkgutil.iter_modules(rules_pkg.__path__)} - helpers
     registered = {r.id.replace("-", "_") for r in ALL_RULES}
     assert modules == registered
