@@ -16,7 +16,8 @@ ENV_ALLOW_NAMES = frozenset({
     "SLURM_JOB_ID", "SLURM_JOB_NUM_NODES", "SLURM_NNODES", "SLURM_NODEID", "SLURM_PROCID",
     "SLURM_LOCALID", "SLURM_NTASKS", "SLURM_JOB_NODELIST", "SLURM_STEP_ID",
     "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-    "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "PMIX_RANK",
+    "MPI_LOCALNRANKS",  # MPICH/Hydra's ranks on this node (with PMI_SIZE: the job spans nodes)
     "CROSS_RANK", "CROSS_SIZE", "LOCAL_SIZE",  # DeepSpeed's launcher (deepspeed/launcher/launch.py)
     "KUBERNETES_SERVICE_HOST", "container",
     # Kubernetes job APIs (ncclcheck/k8s/podenv.py cites each controller's line)

@@ -181,6 +181,9 @@ def peer_scope(facts: dict[str, Any]) -> tuple[str, str]:
     ('single', 'multi')
     >>> peer_scope(doc(WORLD_SIZE="16", LOCAL_WORLD_SIZE="8"))[0], peer_scope(doc())[0]
     ('multi', 'unknown')
+    >>> (peer_scope(doc(OMPI_COMM_WORLD_SIZE="4", OMPI_COMM_WORLD_LOCAL_SIZE="2"))[0],
+    ...  peer_scope(doc(PMI_SIZE="2", MPI_LOCALNRANKS="2"))[0])
+    ('multi', 'single')
     >>> with cluster_of(2):
     ...     peer_scope(doc(MASTER_ADDR="127.0.0.1"))
     ('multi', '2 nodes in the facts')
@@ -198,7 +201,8 @@ def peer_scope(facts: dict[str, Any]) -> tuple[str, str]:
                     for k in ("WORLD_SIZE", "LOCAL_WORLD_SIZE"))
     for name in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE"):
         world = world or str(env.get(name) or "")
-    local = local or str(env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or env.get("LOCAL_SIZE") or "")
+    local = local or str(env.get("OMPI_COMM_WORLD_LOCAL_SIZE") or env.get("MPI_LOCALNRANKS")
+                         or env.get("LOCAL_SIZE") or "")
     if world.isdigit() and local.isdigit() and int(local) > 0:
         return (("multi" if int(world) > int(local) else "single"),
                 f"world size {world}, {local} on this node")

@@ -96,3 +96,19 @@ def test_probe_fail_on_warning_passes_on_the_lone_vm():
                           "--fail-on", "warning"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     assert "host-hostname-loopback" in out.stdout
+
+
+@pytest.mark.parametrize("env", [
+    {"OMPI_COMM_WORLD_SIZE": "4", "OMPI_COMM_WORLD_LOCAL_SIZE": "2"},     # mpirun -np 4 -npernode 2
+    {"PMI_SIZE": "4", "MPI_LOCALNRANKS": "2"},                           # MPICH/Hydra
+])
+def test_an_mpi_job_across_hosts_seen_by_the_probe_makes_it_a_warning(env):
+    """The local size must reach the facts (the probe's allow-list) for peer_scope to read it:
+    without OMPI_COMM_WORLD_LOCAL_SIZE / MPI_LOCALNRANKS there, an Open MPI or MPICH job across
+    hosts looked like no job at all (INFO)."""
+    host = RecordedHost(str(H200))
+    host.env = {**host.env, **env}
+    doc = probe.collect_facts(host)
+    [f] = [f for f in doc["findings"] if f["rule"] == RULE.id]
+    assert f["severity"] == "warning", f["message"]
+    assert "world size 4, 2 on this node" in f["message"]
