@@ -89,5 +89,5 @@ def tune_view(doc: dict[str, Any], name: str) -> dict[str, Any]:
             "significant": bool(winner.get("significant")),
             "env": _env_text(doc.get("env")), "verify": verify,
             "budget": text(budget.get("stopped")) if budget.get("stopped") else "",
-            "rules": [text(settings.get(k)) for k in ("early_stop_rule", "significance_rule")
+            "rules": [text(settings.get(k)) for k in ("early_stop_rule", "same_run_rule", "significance_rule")
                       if settings.get(k)]}

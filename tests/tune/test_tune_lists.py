@@ -70,6 +70,9 @@ def test_a_list_measured_on_one_interface_says_so():
     assert ("NCCL_SOCKET_IFNAME==eno1,ens1f0,ens2f0 was not measured as a list: its runs used "
             "eno1 only") in decision["why"]
     assert tdoc["winner"]["list_not_measured"] is True
+    # the report shows the rules the decision used, the same-run rule among them
+    assert tune_view(tdoc, "tune.json")["rules"] == [plan.EARLY_STOP_RULE, plan.SAME_RUN_RULE,
+                                                     plan.SIGNIFICANCE_RULE]
 
 
 @pytest.mark.parametrize("eno1", [FIG["NCCL_SOCKET_IFNAME==eno1"], [1.0, 1.01, 0.99]])
