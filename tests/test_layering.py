@@ -45,7 +45,8 @@ MAX_LINES = 400
 #: ncclcheck/__init__.py). A module may import its own unit and units on floors below its own:
 #: never a unit on its own floor, never one above.
 FLOORS: list[tuple[str, set[str]]] = [
-    ("words", {"", "exitcodes", "textsafe", "envformat", "rootpaths", "charts", "heatmap"}),
+    ("words", {"", "exitcodes", "textsafe", "envformat", "rootpaths", "charts", "heatmap",
+               "platforms"}),
     ("errors", {"errors"}),
     ("files and libraries", {"infile", "outfile", "validate", "native"}),
     ("documents and the rooted reader", {"schema", "hostfile", "host"}),

@@ -27,12 +27,11 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Optional
 
+from ncclcheck.judge.derived_base import _raise, plural
 from ncclcheck.logparse.proc import Proc
 from ncclcheck.logparse.state import LogState
-from ncclcheck.judge.derived_base import _raise, plural
+from ncclcheck.platforms import NO_GDR_BY_DESIGN
 
-#: GPU name (as nccl-tests prints it) -> the platform where GPUDirect RDMA is unsupported by design.
-NO_GDR_BY_DESIGN = {"NVIDIA GB10": "DGX Spark (GB10)"}
 #: user settings under which GDR off is the user's choice, not a fault.
 GDR_SETTINGS = ("NCCL_NET_GDR_LEVEL", "NCCL_IB_CUDA_SUPPORT")
 PORTING_GUIDE = "https://docs.nvidia.com/dgx/dgx-spark-porting-guide/porting/cuda.html"

@@ -9,8 +9,8 @@ module that current drivers ship is not seen and GDR stays off unless DMA-BUF wo
 (NVIDIA/nccl#1676: 10-18x slower). An unknown NCCL version is not guessed at.
 
 Nodes whose GPUs are all DGX Spark's GB10 are skipped: GPUDirect RDMA is not supported there by
-design (see :data:`NO_GDR_GPUS`). Nodes whose RDMA devices are all EFA, and nodes where NCCL
-loads an external net plugin
+design (:data:`ncclcheck.platforms.NO_GDR_BY_DESIGN`). Nodes whose RDMA devices are all EFA, and
+nodes where NCCL loads an external net plugin
 (aws-ofi-nccl, gIB, TCPX...; unless NCCL_NET=IB bypasses it), are skipped: the plugin registers
 GPU memory itself (aws-ofi-nccl through efa_nv_peermem or DMA-BUF), and NCCL's IB check is not
 what decides there (src/plugin/net.cc@v2.30.7-1 prefers the plugin's network).
@@ -20,16 +20,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ncclcheck.platforms import NO_GDR_BY_DESIGN
 from ncclcheck.rules.base import Finding, Rule, Severity, fact, version_tuple
 from ncclcheck.rules.cloud_efa_plugin_owned import efa_devices
 from ncclcheck.rules.cluster_nccl_version_mismatch import node_version
 from ncclcheck.rules.common import configured
 
 PEERMEM_SEEN_SINCE = (2, 23)
-#: GPUs whose memory PCIe devices cannot reach, so that GPUDirect RDMA is unsupported by design:
-#: DGX Spark's integrated GB10 ("nvidia-peermem ..., dma-buf or GDRCopy, do not work",
-#: https://docs.nvidia.com/dgx/dgx-spark-porting-guide/porting/cuda.html). Nothing to load there.
-NO_GDR_GPUS = ("NVIDIA GB10",)
 
 
 def check(facts: dict[str, Any]) -> list[Finding]:
@@ -42,7 +39,7 @@ def check(facts: dict[str, Any]) -> list[Finding]:
     gpus = fact(facts, "gpu.gpus", [])
     if not gpus or not devices:
         return []
-    if all(g.get("name") in NO_GDR_GPUS for g in gpus):
+    if all(g.get("name") in NO_GDR_BY_DESIGN for g in gpus):
         return []  # DGX Spark: no GPUDirect RDMA by design, host staging is the expected path
     if len(efa_devices(facts)) == len(devices):
         return []  # EFA: GPUDirect goes through aws-ofi-nccl (efa_nv_peermem or DMA-BUF)
