@@ -13,13 +13,15 @@ point is checked (``tests/bench/test_forkrank.py``):
   ``NCCL_DEBUG_FILE``'s ``%p`` is the rank's pid), and importing the worker runs no torch call
   beyond binding the collectives. :func:`load_worker` refuses to fork (the agent spawns) if
   ``torch.cuda.is_initialized()`` were ever true after the import.
-* **No thread.** Importing the worker starts no Python thread (checked: one thread before the
+* **No thread.** Importing the worker starts no Python thread (tested: one thread before the
   forks; :func:`load_worker` spawns instead if there were more) and the agent starts its pipe
   readers only after the last fork. torch 2.13's CPU build starts no native thread at import
-  either (``/proc/self/task``); a build whose import leaves a native pool thread parked on a futex
-  is forked safely for the reason DataLoader's fork is: the parked thread holds no lock, and
-  ATen's thread pools re-create themselves in a forked child (``pthread_atfork`` in ATen's
-  parallel backends).
+  either (``/proc/self/task`` holds the main thread alone), and the agent runs no torch op, so no
+  thread pool exists yet. A build whose import leaves a native thread parked on a futex is forked
+  as safely as DataLoader forks its workers after ``import torch``: a parked thread holds no lock,
+  only the forking thread exists in the child, and torch re-creates a pool a child inherits
+  (``pthread_atfork(nullptr, nullptr, child_atfork)`` in caffe2/utils/threadpool/
+  pthreadpool-cpp.cc, pytorch issue 54752).
 * **What torch and its libraries read while loading is what a rank would read.** libgomp reads
   ``OMP_NUM_THREADS`` (and the other ``OMP_*``/``GOMP_*``) when it is loaded, MKL and oneDNN read
   ``MKL_*``/``ONEDNN_*``, torch reads ``TORCH_LOGS``, ``TORCH_CPP_LOG_LEVEL``,
@@ -28,7 +30,9 @@ point is checked (``tests/bench/test_forkrank.py``):
   2.13, through an ``LD_PRELOAD`` getenv hook). :func:`load_worker` sets every variable that all
   the node's ranks share (the whole rank environment but ``RANK``/``LOCAL_RANK``, which nothing
   reads at import) in the agent before importing, so a forked rank's libraries were set up as a
-  spawned rank's would be (``torch.get_num_threads()`` is 1 in a forked rank: tested).
+  spawned rank's would be (tested: a forked rank's ``torch.get_num_threads()`` follows the
+  ``OMP_NUM_THREADS=1`` set before the import, where setting it only in the child leaves the
+  core count).
 * **The child is what ``subprocess.Popen`` would have made** (:func:`start`): the agent's signal
   handlers are gone (SIGTERM/SIGHUP default, SIGINT Python's ``default_int_handler``, with the
   three blocked across the fork so that no agent handler runs in the child), stdin is
