@@ -44,9 +44,10 @@ point is checked (``tests/bench/test_forkrank.py``):
   cyclic collector (``gc.freeze``), so the child neither repeats the agent's output nor closes a
   descriptor by finalizing an agent object. The child leaves through ``os._exit`` with
   ``main()``'s code (never returning into the agent's code nor running its atexit), exit 1 with
-  the traceback on stderr on an exception, as Python would. ``ps`` shows it as
-  ``python -mncclcheck.bench.worker`` (its argument area rewritten in place, as setproctitle
-  does), so the ranks are told from the agent as before.
+  the traceback on stderr on an exception, as Python would. ``ps`` and ``/proc/PID/cmdline``
+  show it as ``python -m ncclcheck.bench.worker`` and ``/proc/PID/environ`` holds the rank's
+  environment, as for a spawned rank (:func:`_present`), so the ranks are told from the agent
+  and their variables read there as before.
 * :class:`ForkedRank` is the part of ``Popen`` the agent uses (``pid``, ``stdout``, ``poll``,
   ``wait(timeout)``, ``terminate``, ``kill``, ``returncode`` -N for a signal), and each rank still
   dies with the agent (``PR_SET_PDEATHSIG``, set by ``worker.main``).
@@ -71,7 +72,7 @@ import time
 import traceback
 from typing import Any, Callable
 
-#: What a rank runs as, in ``ps`` (the spawned rank's ``python -m ncclcheck.bench.worker``).
+#: The module each rank runs (``main``), as the spawned ``python -m ncclcheck.bench.worker``.
 WORKER_MODULE = "ncclcheck.bench.worker"
 #: The agent's handlers, undone in each rank.
 AGENT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
@@ -117,11 +118,14 @@ def load_worker(env: dict[str, str]) -> tuple[Callable[[], int], bytes] | None:
 class ForkedRank:
     """A forked rank, handled as the agent handles a ``subprocess.Popen``."""
 
+    #: The spawned rank's command line, which ``ps`` shows for it (:func:`_present`).
+    ARGS = (sys.executable, "-m", WORKER_MODULE)
+
     def __init__(self, pid: int, stdout: Any) -> None:
         self.pid = pid
         self.stdout = stdout
         self.returncode: int | None = None
-        self.args = [sys.executable, "-m", WORKER_MODULE]
+        self.args = list(self.ARGS)
 
     def poll(self) -> int | None:
         """The exit code if the rank ended (-N: killed by signal N), else None."""
@@ -199,7 +203,7 @@ def _child(main: Callable[[], int], env: dict[str, str], write: int, err: int,
         os.dup2(write, 1)
         os.dup2(err, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-        _retitle()
+        _present(env)
         sys.argv = [sys.modules[WORKER_MODULE].__file__]
         code = _exit_code(main())  # as sys.exit(main()) in the spawned worker
     except SystemExit as exc:  # what the interpreter does with an uncaught SystemExit
@@ -242,19 +246,43 @@ def _clear_c_environment() -> None:
         pass
 
 
-def _retitle() -> None:
-    """Rewrite this process's argument area (``/proc/self/cmdline``, ``ps``) in place to
-    ``<python> -mncclcheck.bench.worker``, padded with NULs; left as is when it does not fit
-    (an agent started as ``<python> -m ncclcheck.bench.agent`` has exactly the room)."""
+class _MMMap(ctypes.Structure):
+    """``struct prctl_mm_map`` (linux/prctl.h)."""
+
+    _fields_ = [(name, ctypes.c_uint64) for name in (
+        "start_code", "end_code", "start_data", "end_data", "start_brk", "brk", "start_stack",
+        "arg_start", "arg_end", "env_start", "env_end", "auxv")] + [
+        ("auxv_size", ctypes.c_uint32), ("exe_fd", ctypes.c_uint32)]
+
+
+#: The rank's argument and environment areas once :func:`_present` moved them (kept alive).
+_AREAS: list[Any] = []
+
+
+def _present(env: dict[str, str]) -> None:
+    """Show this rank to ``ps`` and ``/proc/PID/{cmdline,environ}`` as the spawned rank was
+    shown: ``<python> -m ncclcheck.bench.worker`` with the rank's environment (else the agent's
+    command line and the agent's first environment would show).
+
+    ``prctl(PR_SET_MM, PR_SET_MM_MAP)`` points the kernel at new areas, every other field as it
+    is (``/proc/self/stat``, the break from ``sbrk(0)``); it needs no privilege, only a kernel
+    with CONFIG_CHECKPOINT_RESTORE (prctl(2); the distributions' kernels have it). Where it is
+    refused the rank shows the agent's, and runs the same."""
     try:
         with open("/proc/self/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
-        start, end = int(fields[45]), int(fields[46])  # arg_start, arg_end (proc(5) 48, 49)
-        with open("/proc/self/cmdline", "rb") as f:
-            old = f.read()
-    except (OSError, IndexError, ValueError):
+        stat = [0] * 4 + [int(x) for x in fields[1:49]]  # stat[n]: proc(5)'s field n
+    except (OSError, ValueError):
         return
-    title = old.split(b"\0", 1)[0] + b"\0-m" + WORKER_MODULE.encode() + b"\0"
-    if not start or end - start != len(old) or len(title) > len(old):
-        return
-    ctypes.memmove(start, title.ljust(len(old), b"\0"), len(old))
+    argv = ctypes.create_string_buffer(b"".join(os.fsencode(a) + b"\0" for a in ForkedRank.ARGS))
+    block = b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items()) or b"\0"
+    environ = ctypes.create_string_buffer(block, len(block))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.sbrk.restype = ctypes.c_void_p
+    libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong,
+                           ctypes.c_ulong]
+    args, envs = ctypes.addressof(argv), ctypes.addressof(environ)
+    mm = _MMMap(stat[26], stat[27], stat[45], stat[46], stat[47], libc.sbrk(0) or 0, stat[28],
+                args, args + len(argv.raw) - 1, envs, envs + len(block), 0, 0, 0xFFFFFFFF)
+    if stat[26] and libc.prctl(35, 14, ctypes.byref(mm), ctypes.sizeof(mm), 0) == 0:
+        _AREAS.extend([argv, environ])  # PR_SET_MM, PR_SET_MM_MAP: the kernel reads them now

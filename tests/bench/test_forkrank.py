@@ -63,7 +63,8 @@ def test_the_agent_imports_torch_once_and_forks_its_ranks(tmp_path):
     spy.mkdir()
     (spy / "sitecustomize.py").write_text(SPY)
     log = tmp_path / "imports"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(spy), os.environ.get("PYTHONPATH", "")]),
+    path = os.pathsep.join([str(spy), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path,
            "FORKRANK_TEST_IMPORTS": str(log)}
     out, events, agent_pid = run_agent(agent_spec(tmp_path, 2), env)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -109,6 +110,7 @@ def report():
                     for s in forkrank.AGENT_SIGNALS},
         "blocked": sorted(signal.pthread_sigmask(signal.SIG_BLOCK, [])),
         "ppid": os.getppid(), "cmdline": open("/proc/self/cmdline", "rb").read().decode(),
+        "proc_environ": open("/proc/self/environ", "rb").read().decode(),
         "torch_threads": torch.get_num_threads(), "argv": sys.argv}, default=str))
     return 0
 
@@ -164,7 +166,9 @@ def test_a_forked_rank_is_started_as_popen_would_start_it(tmp_path):
     assert rank["stderr"] == str(tmp_path / "report.stderr")
     assert rank["signals"] == {"SIGTERM": 0, "SIGHUP": 0, "SIGINT": "default_int_handler"}
     assert rank["blocked"] == [] and rank["ppid"] == facts["pid"]
-    assert rank["cmdline"].startswith(f"{sys.executable}\0-mncclcheck.bench.worker\0")
+    # what ps and /proc show: the spawned rank's command line, the rank's environment
+    assert rank["cmdline"] == f"{sys.executable}\0-m\0ncclcheck.bench.worker\0"
+    assert rank["proc_environ"] == "".join(f"{k}={v}\0" for k, v in rank["environ"].items())
     assert rank["argv"][0].endswith("ncclcheck/bench/worker.py")
     assert rank["torch_threads"] == 1  # OMP_NUM_THREADS set before the import (else: cores)
     assert (tmp_path / "report.stderr").read_text().endswith("IMPORT SAID\n")
