@@ -76,8 +76,6 @@ from typing import Any, Callable
 WORKER_MODULE = "ncclcheck.bench.worker"
 #: The agent's handlers, undone in each rank.
 AGENT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-#: Variables that differ between a node's ranks; torch reads none of them at import.
-PER_RANK = ("RANK", "LOCAL_RANK")
 
 
 def shared_environment(envs: list[dict[str, str]]) -> dict[str, str]:
@@ -191,6 +189,11 @@ def _child(main: Callable[[], int], env: dict[str, str], write: int, err: int,
            mask: Any) -> None:
     code = 1
     try:
+        null = os.open(os.devnull, os.O_RDONLY)  # first the descriptors: a failure below
+        os.dup2(null, 0)                          # is told in the rank's stderr file
+        os.dup2(write, 1)
+        os.dup2(err, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         os.environ.clear()
         _clear_c_environment()
         os.environ.update(env)
@@ -198,11 +201,6 @@ def _child(main: Callable[[], int], env: dict[str, str], write: int, err: int,
             signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT
                           else signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(write, 1)
-        os.dup2(err, 2)
-        os.closerange(3, os.sysconf("SC_OPEN_MAX"))
         _present(env)
         sys.argv = [sys.modules[WORKER_MODULE].__file__]
         code = _exit_code(main())  # as sys.exit(main()) in the spawned worker
