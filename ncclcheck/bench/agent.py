@@ -1,4 +1,4 @@
-"""The per-node agent: spawns this node's ranks and reports for them (no torch here).
+"""The per-node agent: starts this node's ranks and reports for them.
 
 The launcher starts one agent per node, over ssh under :mod:`ncclcheck.remote.watchdog` (or locally,
 under the same watchdog), as::
@@ -12,10 +12,10 @@ under the same watchdog), as::
 
 A run starts one rank per local rank with the rank's variables, the candidate configuration, and
 ``NCCL_DEBUG=INFO`` into ``<log dir>/nccl.%h.%p``: it imports the worker (torch) once and forks
-each rank from itself (:mod:`~ncclcheck.bench.forkrank`: one torch import per node, not per rank),
-or, when that import fails here, spawns ``python -m ncclcheck.bench.worker`` per rank so that
-the rank reports why. It forwards
-the ranks' JSON events to its stdout, one per line, adding ``node``; it ends with ``done`` when
+each rank from itself (:mod:`~ncclcheck.bench.forkrank`: one torch import per node, not per rank;
+``--hello`` imports none), or, when that import fails here, spawns
+``python -m ncclcheck.bench.worker`` per rank so that the rank reports why. It forwards the
+ranks' JSON events to its stdout, one per line, adding ``node``; it ends with ``done`` when
 every rank exited 0. When a rank fails it reports ``rank_exit`` (exit code, the tail of the
 rank's stderr, the NCCL WARN lines of its log), stops the other ranks and exits 1. SIGTERM,
 SIGHUP and SIGINT stop the ranks too, and each rank also dies with the agent
