@@ -191,3 +191,13 @@ def test_when_torch_does_not_import_the_agent_spawns_and_the_rank_says_why(tmp_p
     exits = [e for e in events if e["ev"] == "rank_exit"]
     assert exits and exits[0]["code"] == 1, events
     assert exits[0]["stderr_tail"][-1] == "ImportError: planted: this torch is broken"
+
+
+def test_hello_imports_no_torch():
+    """The launcher's first question to every node stays fast: only a run imports the worker."""
+    code = ("import sys\nfrom ncclcheck.bench import agent\nagent.main(['--hello'])\n"
+            "print('torch' in sys.modules, 'ncclcheck.bench.worker' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    hello, loaded = out.stdout.splitlines()[-2:]
+    assert json.loads(hello)["ev"] == "hello" and loaded == "False False", out.stderr[-2000:]
