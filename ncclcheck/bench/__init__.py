@@ -11,7 +11,9 @@ Modules, from the pure core out to the processes:
 * :mod:`~ncclcheck.bench.document`: the bench document: rows, averages, comparisons (pure).
 * :mod:`~ncclcheck.bench.worker`: one rank's measurement loop. **The only module that imports
   torch.**
-* :mod:`~ncclcheck.bench.agent`: the per-node agent that spawns that node's ranks.
+* :mod:`~ncclcheck.bench.agent`: the per-node agent that starts that node's ranks.
+* :mod:`~ncclcheck.bench.forkrank`: the agent's one import of the worker and a rank forked from
+  it, handled as a ``Popen``.
 * :mod:`~ncclcheck.bench.launch`: local spawn, launcher detection, multi-node over ssh.
 
 Importing this package imports nothing heavy, so ``ncclcheck --help`` stays fast.

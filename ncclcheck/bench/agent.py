@@ -1,4 +1,4 @@
-"""The per-node agent: spawns this node's ranks and reports for them (no torch here).
+"""The per-node agent: starts this node's ranks and reports for them.
 
 The launcher starts one agent per node, over ssh under :mod:`ncclcheck.remote.watchdog` (or locally,
 under the same watchdog), as::
@@ -10,9 +10,12 @@ under the same watchdog), as::
 ``CUDA_VISIBLE_DEVICES``), whether torch is importable, the address ssh reached this node on
 (``SSH_CONNECTION``) and a free TCP port for the rendezvous store.
 
-A run starts ``python -m ncclcheck.bench.worker`` once per local rank with the rank's variables,
-the candidate configuration, and ``NCCL_DEBUG=INFO`` into ``<log dir>/nccl.%h.%p``. It forwards
-the ranks' JSON events to its stdout, one per line, adding ``node``; it ends with ``done`` when
+A run starts one rank per local rank with the rank's variables, the candidate configuration, and
+``NCCL_DEBUG=INFO`` into ``<log dir>/nccl.%h.%p``: it imports the worker (torch) once and forks
+each rank from itself (:mod:`~ncclcheck.bench.forkrank`: one torch import per node, not per rank;
+``--hello`` imports none), or, when that import fails here, spawns
+``python -m ncclcheck.bench.worker`` per rank so that the rank reports why. It forwards the
+ranks' JSON events to its stdout, one per line, adding ``node``; it ends with ``done`` when
 every rank exited 0. When a rank fails it reports ``rank_exit`` (exit code, the tail of the
 rank's stderr, the NCCL WARN lines of its log), stops the other ranks and exits 1. SIGTERM,
 SIGHUP and SIGINT stop the ranks too, and each rank also dies with the agent
@@ -37,7 +40,7 @@ import threading
 import time
 from typing import Any
 
-from ncclcheck.bench import transport
+from ncclcheck.bench import forkrank, transport
 from ncclcheck.bench.environ import nccl_debug_env
 
 STOP_GRACE_S = 2.0
@@ -105,7 +108,7 @@ class Agent:
     def __init__(self, spec: dict[str, Any]) -> None:
         self.spec = spec
         self.node = int(spec["node_rank"])
-        self.procs: list[subprocess.Popen] = []
+        self.procs: list[Any] = []  # subprocess.Popen or forkrank.ForkedRank
         self.events: queue.Queue = queue.Queue()
         self.out_lock = threading.Lock()
         self.stopping = False
@@ -143,13 +146,20 @@ class Agent:
         self.events.put((index, None))
 
     def start(self) -> None:
-        """Spawn every local rank."""
-        for local_rank in range(int(self.spec["local_ranks"])):
+        """Start every local rank: forked from this process after one import of the worker
+        (torch) when it imports (:mod:`~ncclcheck.bench.forkrank`), else spawned."""
+        envs = [self.rank_environment(i) for i in range(int(self.spec["local_ranks"]))]
+        loaded = forkrank.load_worker(forkrank.shared_environment(envs)) if envs else None
+        for local_rank, env in enumerate(envs):
             rank = self.spec["rank_offset"] + local_rank
-            with open(os.path.join(self.log_dir, f"rank.{rank}.stderr"), "wb") as stderr:
+            path = os.path.join(self.log_dir, f"rank.{rank}.stderr")
+            if loaded:
+                self.procs.append(forkrank.start(loaded[0], env, path, loaded[1]))
+                continue
+            with open(path, "wb") as stderr:
                 proc = subprocess.Popen([sys.executable, "-m", "ncclcheck.bench.worker"],
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                        stderr=stderr, env=self.rank_environment(local_rank))
+                                        stderr=stderr, env=env)
             self.procs.append(proc)
         for index, proc in enumerate(self.procs):
             threading.Thread(target=self._read, args=(index, proc.stdout), daemon=True).start()

@@ -2,10 +2,12 @@
 
 It runs in three ways:
 
-* ``python -m ncclcheck.bench.worker``, started by :mod:`~ncclcheck.bench.agent` with the rank's
-  environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``) and the
-  sweep in ``NCCLCHECK_BENCH_SPEC``; it reports JSON events, one per line, on its stdout (the
-  agent forwards them to the launcher) and writes nothing else there;
+* :func:`main` in a rank of :mod:`~ncclcheck.bench.agent`, forked from the agent after its one
+  import of this module (:mod:`~ncclcheck.bench.forkrank`), or ``python -m ncclcheck.bench.worker``
+  where that import failed, with the rank's environment (``RANK``, ``WORLD_SIZE``,
+  ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``) and the sweep in ``NCCLCHECK_BENCH_SPEC``; it
+  reports JSON events, one per line, on its stdout (the agent forwards them to the launcher) and
+  writes nothing else there;
 * in-process, from :func:`ncclcheck.bench.launch.run_in_launcher`, when ``ncclcheck bench`` was
   itself started by torchrun, srun, mpirun or DeepSpeed;
 * from ``scripts/bench-bench.py``, which times a bare torch.distributed loop the same way.
@@ -297,7 +299,7 @@ def build_document(spec: dict[str, Any], op: Op, type_name: str, world: int,
 
 # -- process entry point (started by the agent) ---------------------------------------------------
 def main() -> int:
-    """Entry point for ``python -m ncclcheck.bench.worker`` (started by the agent)."""
+    """A rank the agent started (forked, or ``python -m ncclcheck.bench.worker``): its exit code."""
     events = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
     os.dup2(2, 1)  # anything else printed to stdout (torch, NCCL) goes to the rank's log
     _die_with_parent()
