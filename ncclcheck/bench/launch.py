@@ -26,12 +26,14 @@ first node, where rank 0 hosts the TCPStore, is refused before anything starts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
 from ncclcheck.bench.environ import nccl_debug_env, rank_env, rendezvous
@@ -265,6 +267,19 @@ def parse_hello(stdout: str) -> dict[str, Any] | None:
     return None
 
 
+def hello_timeout(opts: BenchOptions) -> float:
+    """How long the nodes' start-up check (``agent --hello`` over ssh) may take: ssh's connect
+    timeout and 30 s, within the caller's ``deadline_s`` (tune: what is left of its --budget),
+    which the run then gets less what the check took.
+
+    >>> opts = BenchOptions(connect_timeout=10)
+    >>> hello_timeout(opts), hello_timeout(dataclasses.replace(opts, deadline_s=6.5))
+    (40, 6.5)
+    """
+    own = opts.connect_timeout + 30
+    return own if opts.deadline_s is None else max(1.0, min(own, opts.deadline_s))
+
+
 def run_multi_node(opts: BenchOptions, progress: Progress,
                    watch: list | None = None) -> dict[str, Any]:
     """One agent per hostfile node over ssh."""
@@ -275,8 +290,12 @@ def run_multi_node(opts: BenchOptions, progress: Progress,
     ssh = SSH(ssh_config=opts.ssh_config, connect_timeout=opts.connect_timeout,
               remote_python=opts.remote_python)
     python = ssh.remote_python
+    started = time.monotonic()
     results = run_all(ssh, targets, [python, "-m", "ncclcheck.bench.agent", "--hello"],
-                      timeout=opts.connect_timeout + 30)
+                      timeout=hello_timeout(opts))
+    if opts.deadline_s is not None:   # the start-up check counts against the caller's cap
+        opts = dataclasses.replace(opts, deadline_s=max(
+            1.0, opts.deadline_s - (time.monotonic() - started)))
     hellos: list[dict[str, Any]] = []
     problems: list[str] = []
     for target in targets:

@@ -58,3 +58,29 @@ def test_a_run_the_end_of_the_budget_stops_is_cut_and_said(monkeypatch, tmp_path
     assert cut, run["error"]
     assert f"stopped by the remote deadline ({cut.group(1)} s)" in run["error"]
     assert clock.stopped and command.CUT in clock.stopped
+
+
+def test_the_nodes_start_up_check_counts_against_the_deadline(tmp_path):
+    """The start-up check that begins a run over ssh (``agent --hello`` on each node) gets the
+    run's cap (tune: what is left of --budget), not ssh's connect timeout + 30 s. A node whose
+    ssh never answers (a ProxyCommand that only sleeps: the real ssh, hanging as on a host
+    that drops SYNs) stops a run capped at 2 s within seconds, where the old check waited
+    --connect-timeout (20 s here) or more."""
+    import dataclasses
+    import time
+
+    from ncclcheck.bench.launch import run_multi_node
+    from ncclcheck.bench.options import BenchOptions
+    from ncclcheck.errors import NcclcheckError
+
+    config = tmp_path / "ssh_config"
+    config.write_text("Host *\n  ProxyCommand sleep 60\n  BatchMode yes\n")
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text("node-that-hangs\n")
+    opts = dataclasses.replace(BenchOptions(connect_timeout=20), hostfile=str(hostfile), nodes=1,
+                               ssh_config=str(config), deadline_s=2.0)
+    started = time.monotonic()
+    with pytest.raises(NcclcheckError) as err:
+        run_multi_node(opts, None)
+    assert time.monotonic() - started < 10, err.value
+    assert "node-that-hangs" in str(err.value)
