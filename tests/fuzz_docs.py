@@ -171,8 +171,18 @@ class Reader:
     json: bool = True
 
 
+_SEED_DOCS: dict[str, list[str]] = {}
+
+
 def _seed_documents(folder: Path) -> dict[str, list[str]]:
-    """Real documents, written by ncclcheck itself, by kind."""
+    """Real documents, written by ncclcheck itself, by kind; made once per process (the
+    readers' seeds and the sweep read the same documents: ~3 CPU-s each time)."""
+    if not _SEED_DOCS:
+        _SEED_DOCS.update(_make_seed_documents())
+    return _SEED_DOCS
+
+
+def _make_seed_documents() -> dict[str, list[str]]:
     from ncclcheck.bench.importer import import_file
     from ncclcheck.cluster import cluster_document
     from ncclcheck.diagnose import diagnose_files
