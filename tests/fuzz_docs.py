@@ -14,6 +14,7 @@ import io
 import json
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -170,8 +171,18 @@ class Reader:
     json: bool = True
 
 
+_SEED_DOCS: dict[str, list[str]] = {}
+
+
 def _seed_documents(folder: Path) -> dict[str, list[str]]:
-    """Real documents, written by ncclcheck itself, by kind."""
+    """Real documents, written by ncclcheck itself, by kind; made once per process (the
+    readers' seeds and the sweep read the same documents: ~3 CPU-s each time)."""
+    if not _SEED_DOCS:
+        _SEED_DOCS.update(_make_seed_documents())
+    return _SEED_DOCS
+
+
+def _make_seed_documents() -> dict[str, list[str]]:
     from ncclcheck.bench.importer import import_file
     from ncclcheck.cluster import cluster_document
     from ncclcheck.diagnose import diagnose_files
@@ -202,11 +213,32 @@ def _seed_documents(folder: Path) -> dict[str, list[str]]:
 SWEEP_VALUES: list[Any] = [None, 1, "x", [], {}]
 
 
-def sweep_cases(text: str, limit: int = 5000) -> list[tuple[tuple, Any, str]]:
+class _SweepCases(Sequence):
+    """The sweep's cases, each mutated text made only when it is read: the suite samples 6 of
+    a cluster document's ~3,000 (each a parse and a dump of the whole document)."""
+
+    def __init__(self, text: str, keys: list[tuple[tuple, Any]]) -> None:
+        self.text, self.keys = text, keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        path, value = self.keys[i]
+        copy = json.loads(self.text)
+        parent, key = _parent(copy, path)
+        parent[key] = value
+        return path, value, json.dumps(copy)
+
+
+def sweep_cases(text: str, limit: int = 5000) -> Sequence[tuple[tuple, Any, str]]:
     """``(path, value, mutated text)`` for every key path of a document and every value of
-    :data:`SWEEP_VALUES`; of a list's items, the first that has each key path stands for all."""
+    :data:`SWEEP_VALUES`; of a list's items, the first that has each key path stands for all.
+    A sequence whose items are made when read (:class:`_SweepCases`)."""
     doc = json.loads(text)
-    out = []
+    keys = []
     seen: set[tuple] = set()
     for path in _paths(doc, limit=limit):
         shape = tuple("*" if isinstance(step, int) else step for step in path)
@@ -214,11 +246,8 @@ def sweep_cases(text: str, limit: int = 5000) -> list[tuple[tuple, Any, str]]:
             continue
         seen.add(shape)
         for value in SWEEP_VALUES:
-            copy = json.loads(text)
-            parent, key = _parent(copy, path)
-            parent[key] = value
-            out.append((path, value, json.dumps(copy)))
-    return out
+            keys.append((path, value))
+    return _SweepCases(text, keys)
 
 
 def _text_seeds(kind: str) -> list[str]:

@@ -42,7 +42,7 @@ def test_every_module_imports_from_the_plain_wheel(tmp_path, tmp_path_factory):
     assert got["file"].startswith(str(venv.path))
     # only the rank's measurement loop needs torch, and it says so
     assert got["failed"] == {"ncclcheck.bench.worker": "ModuleNotFoundError: No module named 'torch'"}
-    venv.run([venv.python, "-m", "pip", "check"], cwd=tmp_path)
+    venv.run(venv.pip("check"), cwd=tmp_path)
     out = venv.run([venv.bin / "ncclcheck", "probe", "--json"], cwd=tmp_path)
     assert out.stdout.startswith("{")
 
@@ -62,7 +62,7 @@ def test_the_bench_extra_runs_bench_cleanly_without_numpy(tmp_path, tmp_path_fac
     venv = installed(tmp_path_factory, bench=True)
     got = import_all(venv, tmp_path)
     assert got["failed"] == {} and not got["numpy"]
-    venv.run([venv.python, "-m", "pip", "check"], cwd=tmp_path)
+    venv.run(venv.pip("check"), cwd=tmp_path)
     (tmp_path / "tmp").mkdir()
     out = venv.run([venv.bin / "ncclcheck", "bench", "--procs", "2", "-b", "1K", "-e", "64K"],
                    cwd=tmp_path, timeout=180, TMPDIR=str(tmp_path / "tmp"))

@@ -15,6 +15,12 @@ copy of the source tree (the checkout stays untouched), with pip's ordinary buil
 scripts/install-test-deps pins it (the CPU build). Environments are cached for the session,
 and pytest-xdist's workers share them (:func:`shared`).
 
+The venvs are made ``--without-pip`` and pip runs into them from the tests' own Python
+(``pip --python VENV/bin/python``, pip >= 22.3): pip re-runs itself under the venv's interpreter,
+so it installs and checks exactly as the venv's own pip would, without ensurepip unpacking pip
+(and, before Python 3.12, setuptools) into every venv first (~7 CPU-s each). A venv holding less
+than a user's is only stricter: a module that needed setuptools would fail here too.
+
 Unpacking torch's wheel (700 MB, 14,000 files) took three minutes of a loaded CI box, so when
 the Python running the tests holds the pinned torch, its files and those of what it requires (as their RECORDs list
 them) are hard-linked into the fresh venv first: pip then finds them installed, checks them
@@ -125,6 +131,10 @@ class Venv:
     def python(self) -> Path:
         return self.bin / "python"
 
+    def pip(self, *args: Any) -> list[Any]:
+        """argv of ``pip ARGS`` acting on this environment (see the module's docstring)."""
+        return [sys.executable, "-m", "pip", "--python", self.python, *args]
+
     def run(self, argv: list[Any], cwd: Path, timeout: float = 120,
             **env: str) -> subprocess.CompletedProcess:
         """Run with this environment's bin first on PATH."""
@@ -196,11 +206,11 @@ def installed(factory: Any, bench: bool) -> Venv:
         with shared(factory, "venv-bench" if bench else "venv") as (where, build):
             venv = Venv(where / "v")
             if build:
-                run([sys.executable, "-m", "venv", venv.path], cwd=where)
+                run([sys.executable, "-m", "venv", "--without-pip", venv.path], cwd=where)
                 if bench:
                     seed_torch(venv, where)
                 requirement = f"ncclcheck[bench] @ {built.as_uri()}" if bench else str(built)
-                run([venv.python, "-m", "pip", "install", "-q", requirement,
+                run([*venv.pip("install", "-q", requirement),
                      *([torch_pin()] if bench else [])], cwd=where, timeout=INSTALL_TIMEOUT_S)
         _CACHE[bench] = venv
     return _CACHE[bench]
