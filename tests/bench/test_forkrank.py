@@ -16,21 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from scriptload import load
 
 pytest.importorskip("torch")
 pytestmark = [pytest.mark.torch]
 
-#: A meta-path finder that writes the pid of every process that imports torch.
-SPY = """import os, sys
-class _TorchSpy:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name == "torch":
-            with open(os.environ["FORKRANK_TEST_IMPORTS"], "a") as f:
-                f.write(f"{os.getpid()}\\n")
-        return None
-sys.meta_path.insert(0, _TorchSpy)
-"""
+#: The meta-path finder that writes the pid of every process that imports torch (one copy, the
+#: start-up benchmark's: its file names the log in ``BENCH_STARTUP_IMPORTS``).
+SPY = load(Path("scripts/bench-startup.py"), "bench_startup").SPY
 
 
 def agent_spec(tmp_path: Path, ranks: int) -> dict:
@@ -65,7 +58,7 @@ def test_the_agent_imports_torch_once_and_forks_its_ranks(tmp_path):
     log = tmp_path / "imports"
     path = os.pathsep.join([str(spy), os.environ.get("PYTHONPATH", "")])
     env = {**os.environ, "PYTHONPATH": path,
-           "FORKRANK_TEST_IMPORTS": str(log)}
+           "BENCH_STARTUP_IMPORTS": str(log)}
     out, events, agent_pid = run_agent(agent_spec(tmp_path, 2), env)
     assert out.returncode == 0, out.stderr[-2000:]
     assert [e["ev"] for e in events if e["ev"] in ("started", "result", "done")] == \
