@@ -10,6 +10,7 @@ noise, control characters, absurd numbers.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import random
@@ -171,18 +172,10 @@ class Reader:
     json: bool = True
 
 
-_SEED_DOCS: dict[str, list[str]] = {}
-
-
-def _seed_documents(folder: Path) -> dict[str, list[str]]:
-    """Real documents, written by ncclcheck itself, by kind; made once per process (the
-    readers' seeds and the sweep read the same documents: ~3 CPU-s each time)."""
-    if not _SEED_DOCS:
-        _SEED_DOCS.update(_make_seed_documents())
-    return _SEED_DOCS
-
-
-def _make_seed_documents() -> dict[str, list[str]]:
+@functools.cache
+def seed_documents() -> dict[str, list[str]]:
+    """Real documents, written by ncclcheck itself, by kind; made once per process (the readers'
+    seeds and the sweep read the same documents: ~3 CPU-s each time)."""
     from ncclcheck.bench.importer import import_file
     from ncclcheck.cluster import cluster_document
     from ncclcheck.diagnose import diagnose_files
@@ -263,13 +256,9 @@ def _text_seeds(kind: str) -> list[str]:
 
 def readers() -> list[Reader]:
     """The readers of issue 16's table, each with its seeds and command line."""
-    docs: dict[str, list[str]] = {}
-
     def seeds(*kinds: str) -> Callable[[Path], list[str]]:
         def get(folder: Path) -> list[str]:
-            if not docs:
-                docs.update(_seed_documents(folder))
-            return [t for k in kinds for t in docs[k]]
+            return [t for k in kinds for t in seed_documents()[k]]
         return get
 
     return [

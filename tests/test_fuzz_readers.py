@@ -13,7 +13,8 @@ from __future__ import annotations
 import pytest
 import random
 
-from fuzz_docs import HOSTILE_VALUES, case, option_cases, readers, run_cli, sweep_cases
+from fuzz_docs import (HOSTILE_VALUES, case, option_cases, readers, run_cli, seed_documents,
+                       sweep_cases)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,7 +43,6 @@ def test_mutated_inputs_give_exit_0_2_or_3(seeds, name):
     check()
 
 
-SEED_DOCS: dict = {}
 SWEEP_SAMPLE = 6  #: cases per document kind and seed in the suite (all of them in the script)
 KIND_READERS = {
     "facts": lambda p, o: [["report", p, "-o", o], ["probe", "--from", p],
@@ -59,12 +59,8 @@ KIND_READERS = {
 @pytest.mark.parametrize("kind", list(KIND_READERS))
 def test_every_key_path_set_to_a_wrong_type(seeds, kind):
     """The sweep of issue 28 (a seeded sample of it), with a lone surrogate in every case."""
-    from fuzz_docs import _seed_documents
-
     folder, _ = seeds
-    if not SEED_DOCS:
-        SEED_DOCS.update(_seed_documents(folder))
-    for seed in SEED_DOCS[kind][:1]:
+    for seed in seed_documents()[kind][:1]:
         cases = sweep_cases(seed)
         rng = random.Random(f"sweep:{kind}")
         for path, value, text in rng.sample(cases, min(SWEEP_SAMPLE, len(cases))):
