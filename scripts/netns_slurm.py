@@ -101,7 +101,8 @@ def _tail(path: Path) -> str:
 def _wait_pidfile(path: Path, log: Path, what: str, timeout: float) -> int:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        with contextlib.suppress(OSError, ValueError):
+        # IndexError: the daemon has made its pid file and not yet written it
+        with contextlib.suppress(OSError, ValueError, IndexError):
             pid = int(path.read_text().split()[0])
             if Path(f"/proc/{pid}").exists():
                 return pid
