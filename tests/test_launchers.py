@@ -187,19 +187,29 @@ def test_killing_one_task_fails_the_step_and_leaves_nothing(slurm_cluster):
 
 @pytest.mark.skipif(not shutil.which("mpirun") and not os.environ.get("CI"),
                     reason="Open MPI not installed (apt-get install openmpi-bin)")
-def test_mpirun_two_nodes_with_and_without_master_addr(make_cluster):
+def test_mpirun_two_nodes_with_and_without_master_addr(make_cluster, tmp_path):
     c = make_cluster(2)
     hosts = ",".join(c.addrs)
-    base = ["mpirun", "--allow-run-as-root", "-np", "2", "--host", hosts, "-mca",
-            "plm_rsh_args", f"-F {c.ssh_config}", "-mca", "btl_tcp_if_include", c.links[0]["subnet"],
-            "-mca", "oob_tcp_if_include", c.links[0]["subnet"]]
+
+    def base(job):
+        # each job its own session-directory root (mpirun's and the orteds' on both nodes, which
+        # share this filesystem): Open MPI 4 creates ompi.<host>.<uid> with a check-then-mkdir,
+        # and two jobs started together raced there ("mkdir ... File exists", orte_init failed)
+        (tmp_path / job).mkdir()
+        return ["mpirun", "--allow-run-as-root", "-np", "2", "--host", hosts,
+                "-mca", "orte_tmpdir_base", str(tmp_path / job),
+                "-mca", "plm_rsh_args", f"-F {c.ssh_config}",
+                "-mca", "btl_tcp_if_include", c.links[0]["subnet"],
+                "-mca", "oob_tcp_if_include", c.links[0]["subnet"]]
     # the two jobs side by side (neither asserts a timing), on two rendezvous ports of node1
     with ThreadPoolExecutor(2) as pool:
-        given = pool.submit(run, base + ["-x", f"MASTER_ADDR={c.addrs[0]}", "-x",
-                                         "MASTER_PORT=29501", BIN, "bench", *SMALL, "--json"],
+        given = pool.submit(run, base("given") + ["-x", f"MASTER_ADDR={c.addrs[0]}", "-x",
+                                                  "MASTER_PORT=29501", BIN, "bench", *SMALL,
+                                                  "--json"],
                             dict(os.environ))
         # no MASTER_ADDR: rank 0 says where it is over MPI (ncclcheck/bench/mpiaddr.py)
-        found = pool.submit(run, base + [BIN, "bench", *SMALL, "--json"], dict(os.environ))
+        found = pool.submit(run, base("found") + [BIN, "bench", *SMALL, "--json"],
+                            dict(os.environ))
     out, _ = given.result()
     assert out.returncode == 0, out.stderr[-3000:]
     doc = json.loads(out.stdout)
