@@ -222,3 +222,32 @@ def test_rank_outside_any_launcher_is_one_line_and_exit_2():
     assert out.returncode == 2
     assert out.stderr.startswith("ncclcheck: error: --hostfile is needed outside mpirun")
     assert len(out.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("args", [["rules"], ["schema", "facts"]])   # rich's output, and click's
+def test_a_reader_that_stops_early_ends_the_command_quietly(args):
+    # `ncclcheck rules | head`: here the reader is gone before the first write
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        out = subprocess.run([sys.executable, "-m", "ncclcheck", *args], stdout=w,
+                             stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(w)
+    assert (out.returncode, out.stderr) == (1, "")
+
+
+def test_a_broken_pipe_of_its_own_is_an_internal_error_not_silence(monkeypatch, capsys):
+    # the CI failure's other half: a worker's pipe broke and `diagnose` exited with nothing said
+    import ncclcheck.cli.main as climain
+
+    def broken(*args, **kw):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(climain.cli, "main", broken)
+    monkeypatch.delenv("NCCLCHECK_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as exc:
+        climain.main(["rules"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and err.count("\n") == 1, err
+    assert err.startswith("ncclcheck: internal error: BrokenPipeError")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import select
 import sys
 
 import click
@@ -23,7 +24,7 @@ from ncclcheck.cli.context import Ctx
 from ncclcheck.cli.diagnose import diagnose
 from ncclcheck.cli.expected import expected_cmd
 from ncclcheck.cli.k8s import k8s
-from ncclcheck.cli.options import FullHelpGroup, show_usage_error
+from ncclcheck.cli.options import FullHelpGroup, PipeBroke, show_usage_error
 from ncclcheck.cli.probe import probe
 from ncclcheck.cli.rank import rank
 from ncclcheck.cli.recommend import recommend
@@ -80,6 +81,16 @@ def raise_or_report(exc: BaseException) -> None:
     sys.exit(ExitCode.ERROR)
 
 
+def stdout_gone() -> bool:
+    """True when standard output is a pipe (or socket) whose reader has closed it."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)     # POLLERR and POLLHUP are always reported
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     """Entry point: run the CLI, turn every failure into one line and an exit code."""
     try:  # text that is not valid Unicode (a lone surrogate, argv's \udcff) is written escaped
@@ -109,9 +120,13 @@ def main(argv: list[str] | None = None, obj: Ctx | None = None) -> None:
     except RecursionError:  # only input nested deeper than any document ncclcheck writes
         click.echo("ncclcheck: error: an input is nested too deeply", err=True)
         sys.exit(ExitCode.USAGE)
-    except BrokenPipeError:
-        sys.stderr.close()
-        sys.exit(ExitCode.OK)
+    except (BrokenPipeError, PipeBroke) as exc:
+        if not stdout_gone():                   # a pipe of its own (a worker's): a bug
+            raise_or_report(exc.__cause__ or exc)
+        # `ncclcheck ... | head`: what is left goes nowhere, and the exit is rich's for the
+        # same (its Console.on_broken_pipe): 1, nothing said
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(ExitCode.ERROR)
     except OSError as exc:
         if exc.errno not in (errno.ENAMETOOLONG, errno.ELOOP):
             raise_or_report(exc)

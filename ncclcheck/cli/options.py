@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import click
@@ -151,9 +152,23 @@ def _exit_for_eval(exc: BaseException, as_json: bool) -> None:
         pass
 
 
+class PipeBroke(Exception):
+    """A BrokenPipeError from a command, carried past click (its ``main`` turns every EPIPE
+    into a silent exit 1, a worker's pipe as well as a closed standard output)."""
+
+
 class FullHelpGroup(click.Group):
     """A group whose command list gives each command's whole first sentence, wrapped under
-    its name, where click cuts it to the terminal's width with '...'."""
+    its name, where click cuts it to the terminal's width with '...'; a broken pipe is raised
+    as :class:`PipeBroke` for ``main`` to tell a reader gone early from a bug."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            rv = super().invoke(ctx)
+            sys.stdout.flush()                  # the last of the output, while it is ours
+            return rv
+        except BrokenPipeError as exc:
+            raise PipeBroke() from exc
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = []

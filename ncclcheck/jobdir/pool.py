@@ -119,13 +119,24 @@ class _Remote:
         tasks.close()
         results.close()
         self.waiting = 0
+        self.gone = False
         self.sigs: dict[int, int] = {-1: -1}   # worker's signature id -> this job's (-1: none)
         self.same = True                        # ... all the same number
         self.members: list[tuple[int, ...]] = []
 
-    def give(self, chunk: list[int]) -> None:
-        self.tasks.send(chunk)
+    def give(self, chunk: list[int]) -> bool:
+        """Hand ``chunk`` over; False when the worker is gone (it returns after an error or an
+        unexpected exception, and may have done so while its earlier messages are still being
+        read here): it is given nothing more."""
+        if self.gone:
+            return False
+        try:
+            self.tasks.send(chunk)
+        except OSError:                         # EPIPE: nothing reads its task pipe any more
+            self.gone = True
+            return False
         self.waiting += len(chunk)
+        return True
 
     def take(self) -> tuple:
         """The next message, as sent. Raises EOFError, OSError or UnsafePickle when the worker
@@ -176,14 +187,21 @@ def _receive(remotes: list[_Remote], dumps: list[str]) -> Iterator[tuple[_Remote
     size = max(1, min(16, len(dumps) // (len(remotes) * 4)))
     todo = [list(range(i, min(i + size, len(dumps)))) for i in range(0, len(dumps), size)]
     todo.reverse()
+
+    def hand(r: _Remote) -> None:               # a chunk a gone worker could not take stays
+        if todo and r.give(todo[-1]):
+            todo.pop()
+
     for r in remotes:
         for _ in range(2):
-            if todo:
-                r.give(todo.pop())
+            hand(r)
     by_conn = {r.recv: r for r in remotes}
     left = len(dumps)
     while left:
-        for conn in wait([r.recv for r in remotes if r.waiting]):
+        busy = [r.recv for r in remotes if r.waiting]
+        if not busy:                            # every worker gone: the rest in this process
+            return
+        for conn in wait(busy):
             r = by_conn[conn]
             try:
                 msg = r.take()
@@ -193,8 +211,8 @@ def _receive(remotes: list[_Remote], dumps: list[str]) -> Iterator[tuple[_Remote
             yield r, msg
             if msg[1] in ("error", "again"):
                 return
-            if todo and r.waiting <= size:
-                r.give(todo.pop())
+            if r.waiting <= size:
+                hand(r)
 
 
 def read_ahead(job: JobReader, dumps: list[str], workers: int,

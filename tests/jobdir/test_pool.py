@@ -229,3 +229,30 @@ def test_workers_fit_the_cgroup_cpu_quota(tmp_path, monkeypatch, cpu_max, want):
         folder.mkdir(parents=True)
         (folder / "cpu.max").write_text(cpu_max + "\n")
     assert parallel.cpus(str(tmp_path)) == want
+
+
+def test_a_worker_gone_after_its_refusal_is_given_nothing_more(tmp_path, pooled, monkeypatch):
+    # the CI failure (exit 1, nothing said, 1 run in 10 on a loaded box): a worker sends its
+    # refusal and returns while this process is still reading its earlier messages; handing
+    # it the next chunk then raised BrokenPipeError. Made certain here: this process starts
+    # reading only once the workers have sent all they were given.
+    _many(tmp_path)
+    bad = Path(inputs.expand([str(tmp_path)])[1])  # the first worker's second dump in flight
+    bomb = Boom()
+    bomb.path = tmp_path.parent / "ran"
+    bad.write_bytes(pickle.dumps(bomb))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    real = pool._Remote.take
+    slept = []
+
+    def take(self):
+        if not slept:
+            slept.append(time.sleep(1.0))
+        return real(self)
+
+    monkeypatch.setattr(pool._Remote, "take", take)
+    with pytest.raises(BadInput, match=f"{bad.name}: refused"):
+        diagnose_files([str(tmp_path)])
+    assert not bomb.path.exists()
+    assert len(pooled) == 1 and pooled[0] == ["trace", "error"], pooled
+    assert psutil.Process().children() == []
