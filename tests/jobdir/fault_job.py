@@ -13,6 +13,10 @@ torch._inductor, ~2.5 CPU-s per rank, which the jobs whose stacks no test reads 
 A rank that calls another collective ("other", "size") waits COLL_TIMEOUT x 3: in a real mismatch
 hang the ranks that called the usual collective time out first, and torchrun's Root Cause names
 one of them, not the planted rank.
+The peers of a rank that skips one ("skip") wait COLL_TIMEOUT x 3 too: the skipping rank dumps,
+leaves the group and exits 0 before they time out, as a rank that went on does. With 1 x, on a
+loaded machine it was still exiting when its peers' timeout came, torchrun stopped it (-15), and
+diagnose rightly called it "stuck ... alive elsewhere when stopped".
 """
 
 import ctypes
@@ -58,7 +62,8 @@ dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=120))
 t = torch.ones(8)
 dist.all_reduce(t)                      # everyone is here: from now on, short timeouts
 dist.distributed_c10d._set_pg_timeout(datetime.timedelta(seconds=float(
-    os.environ.get("COLL_TIMEOUT", "3")) * (3 if ME and FAULT in ("other", "size") else 1)))
+    os.environ.get("COLL_TIMEOUT", "3")) * (3 if (ME and FAULT in ("other", "size"))
+                                            or (not ME and FAULT == "skip") else 1)))
 try:
     for step in range(3):
         dist.all_reduce(t)
