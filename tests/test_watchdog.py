@@ -138,6 +138,24 @@ def test_stdin_bytes_reach_the_child_and_the_pipe_stays_watched():
     assert proc.wait(timeout=10) == 0
 
 
+def test_stdin_bytes_minus_one_streams_every_line_as_it_comes_until_eof():
+    # a session's agent (ncclcheck/bench/session.py): requests arrive one by one, each answered
+    # before the next is written; end of file stops the child as before
+    proc = start(["--stdin-bytes", "-1"], ["sh", "-c", "while read x; do echo got $x; done; "
+                                                        "sleep 600"])
+    import select
+
+    try:
+        for request in ("one", "two", "three"):
+            proc.stdin.write(request + "\n")
+            proc.stdin.flush()
+            assert select.select([proc.stdout], [], [], 10)[0], f"no answer to {request}"
+            assert proc.stdout.readline() == f"got {request}\n"
+    finally:
+        proc.stdin.close()
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM   # sleeping: stopped at end of file
+
+
 def test_missing_command_exits_127_with_one_line():
     proc = start(["--no-stdin-watch"], ["/nonexistent/program"])
     out, err = proc.communicate(timeout=10)

@@ -5,6 +5,7 @@ under the same watchdog), as::
 
     python -m ncclcheck.bench.agent --hello     # facts the launcher needs first, then exit
     python -m ncclcheck.bench.agent             # the run: the spec (JSON) arrives on stdin
+    python -m ncclcheck.bench.agent --serve     # a session: requests, one per stdin line
 
 ``--hello`` prints one JSON line: host name, visible GPUs (NVML, honouring
 ``CUDA_VISIBLE_DEVICES``), whether torch is importable, the address ssh reached this node on
@@ -21,6 +22,13 @@ rank's stderr, the NCCL WARN lines of its log), stops the other ranks and exits 
 SIGHUP and SIGINT stop the ranks too, and each rank also dies with the agent
 (``PR_SET_PDEATHSIG``). The log directory is announced first (``started``) and removed only
 after a clean run, so the launcher can say where a failed run's logs are on every node.
+
+``--serve`` keeps one agent for many runs (``tune``'s candidates,
+:class:`~ncclcheck.bench.session.Session`): each stdin line is a request, ``{"op": "hello"}``
+(answered with the hello line) or ``{"op": "run", "spec": ...}`` (a run as above, ending with
+``done``). The worker's torch is imported at the first run and kept, so a later run forks its
+ranks at once; the ranks still start fresh, and NCCL reads its variables in each. A failed run
+ends the session (exit 1); end of file ends it cleanly.
 """
 
 from __future__ import annotations
@@ -116,6 +124,7 @@ class Agent:
         self.log_dir = spec.get("nccl_log_dir") or tempfile.mkdtemp(prefix="ncclcheck-bench-")
         os.makedirs(self.log_dir, exist_ok=True)
         self.errored: set[int] = set()
+        self.readers: list[threading.Thread] = []
 
     def say(self, event: dict[str, Any]) -> None:
         """Write one event line to stdout (the launcher)."""
@@ -162,7 +171,9 @@ class Agent:
                                         stderr=stderr, env=env)
             self.procs.append(proc)
         for index, proc in enumerate(self.procs):
-            threading.Thread(target=self._read, args=(index, proc.stdout), daemon=True).start()
+            reader = threading.Thread(target=self._read, args=(index, proc.stdout), daemon=True)
+            reader.start()
+            self.readers.append(reader)
 
     def failure_report(self, index: int, code: int) -> dict[str, Any]:
         """Why local rank ``index`` ended: its stderr's last lines and its NCCL WARN lines."""
@@ -242,6 +253,8 @@ class Agent:
                     return 1
             if len(exits) == len(self.procs) and open_pipes <= 0:
                 break
+        for reader in self.readers:   # each has read its end of file: a session's next run
+            reader.join(1.0)          # forks with no other thread (forkrank.load_worker)
         self.say({"ev": "done", "host": socket.gethostname()})
         if self.made_log_dir:
             shutil.rmtree(self.log_dir, ignore_errors=True)
@@ -262,25 +275,55 @@ class Agent:
                     pass
 
 
+def serve(current: list[Agent]) -> int:
+    """``--serve``: the requests on stdin, one JSON line each, until end of file (see the
+    module's docstring); ``current`` holds the running agent, for the signal handler."""
+    base = dict(os.environ)           # each run starts from it: forkrank.load_worker sets
+    for raw in iter(sys.stdin.buffer.readline, b""):         # a run's variables in this process
+        try:
+            request = json.loads(raw)
+        except ValueError:
+            request = None
+        if not isinstance(request, dict) or request.get("op") not in ("hello", "run"):
+            print(f"ncclcheck agent: not a request: {raw[:200]!r}", file=sys.stderr, flush=True)
+            return 2
+        if request["op"] == "hello":
+            sys.stdout.write(json.dumps(hello()) + "\n")
+            sys.stdout.flush()
+            continue
+        os.environ.clear()            # a variable one candidate set is not the next one's
+        os.environ.update(base)
+        current[:] = [Agent(request["spec"])]
+        code = current[0].run()
+        current.clear()
+        if code:
+            return code
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m ncclcheck.bench.agent [--hello]``."""
+    """``python -m ncclcheck.bench.agent [--hello | --serve]``."""
     args = sys.argv[1:] if argv is None else argv
     if args == ["--hello"]:
         print(json.dumps(hello()), flush=True)
         return 0
-    if args:
-        print(f"usage: python -m ncclcheck.bench.agent [--hello] (got {args})", file=sys.stderr)
+    if args not in ([], ["--serve"]):
+        print(f"usage: python -m ncclcheck.bench.agent [--hello | --serve] (got {args})",
+              file=sys.stderr)
         return 2
-    spec = json.loads(sys.stdin.read() or "{}")
-    agent = Agent(spec)
+    current: list[Agent] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
-        agent.stop_ranks()
+        for agent in current:
+            agent.stop_ranks()
         os._exit(128 + signum)
 
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, on_signal)
-    return agent.run()
+    if args == ["--serve"]:
+        return serve(current)
+    current.append(Agent(json.loads(sys.stdin.read() or "{}")))
+    return current[0].run()
 
 
 if __name__ == "__main__":

@@ -52,10 +52,12 @@ from ncclcheck.remote.slurm import bench_via_srun, in_allocation
 
 
 def run(opts: BenchOptions, progress: Progress | None = None,
-        watch: list | None = None) -> dict[str, Any] | None:
+        watch: list | None = None, session: Any = None) -> dict[str, Any] | None:
     """Run the bench as asked; the bench document (None on a non-zero rank in a launcher).
     Over ssh, the :class:`Monitor` is appended to ``watch`` (when given) before anything starts,
-    so a caller can read what it saw when the run fails (``bench --pairwise`` goes on)."""
+    so a caller can read what it saw when the run fails (``bench --pairwise`` goes on), and the
+    agents of ``session`` (a :class:`~ncclcheck.bench.session.Session`, for runs of one
+    hostfile) run it when given."""
     progress = progress or Progress()
     if OPS[opts.op].name == "sendrecv" and opts.procs == 1 and not opts.hostfile:
         raise BadInput("sendrecv needs at least 2 ranks")
@@ -70,7 +72,7 @@ def run(opts: BenchOptions, progress: Progress | None = None,
             raise NcclcheckError(INSTALL_HINT)
         return bench_via_srun(opts, dict(os.environ), run_deadline(opts))
     if opts.hostfile:
-        return run_multi_node(opts, progress, watch)
+        return run_multi_node(opts, progress, watch, session)
     if opts.nodes not in (None, 1):
         raise BadInput("--nodes needs --hostfile")
     return run_single_node(opts, progress)
@@ -280,30 +282,49 @@ def hello_timeout(opts: BenchOptions) -> float:
     return own if opts.deadline_s is None else max(1.0, min(own, opts.deadline_s))
 
 
-def run_multi_node(opts: BenchOptions, progress: Progress,
-                   watch: list | None = None) -> dict[str, Any]:
-    """One agent per hostfile node over ssh."""
-    from ncclcheck.hostfile import load_hostfile
+def say_hello(opts: BenchOptions, targets: list, session: Any = None
+              ) -> list[tuple[dict[str, Any] | None, str | None]]:
+    """Every node's hello (or None) and what went wrong there (or None): ``agent --hello``
+    over ssh, or ``session``'s agents."""
     from ncclcheck.remote.ssh import SSH, run_all
 
-    targets = load_hostfile(opts.hostfile, opts.nodes)
+    if session is not None:
+        return session.hello(hello_timeout(opts))
+    ssh = SSH(ssh_config=opts.ssh_config, connect_timeout=opts.connect_timeout,
+              remote_python=opts.remote_python)
+    results = run_all(ssh, targets, [ssh.remote_python, "-m", "ncclcheck.bench.agent",
+                                     "--hello"], timeout=hello_timeout(opts))
+    out: list[tuple[dict[str, Any] | None, str | None]] = []
+    for target in targets:
+        result = results[target.label]
+        info = parse_hello(result.stdout) if result.ok else None
+        out.append((info, None if info is not None else result.error or (
+            f"{target.label}: no answer from the agent "
+            f"({(result.stderr.strip().splitlines() or ['?'])[-1][:200]})")))
+    return out
+
+
+def run_multi_node(opts: BenchOptions, progress: Progress, watch: list | None = None,
+                   session: Any = None) -> dict[str, Any]:
+    """One agent per hostfile node over ssh (``session``'s, when given)."""
+    from ncclcheck.hostfile import load_hostfile
+    from ncclcheck.remote.ssh import SSH
+
+    targets = session.targets if session is not None else load_hostfile(opts.hostfile,
+                                                                         opts.nodes)
     ssh = SSH(ssh_config=opts.ssh_config, connect_timeout=opts.connect_timeout,
               remote_python=opts.remote_python)
     python = ssh.remote_python
     started = time.monotonic()
-    results = run_all(ssh, targets, [python, "-m", "ncclcheck.bench.agent", "--hello"],
-                      timeout=hello_timeout(opts))
+    answers = say_hello(opts, targets, session)
     if opts.deadline_s is not None:   # the start-up check counts against the caller's cap
         opts = dataclasses.replace(opts, deadline_s=max(
             1.0, opts.deadline_s - (time.monotonic() - started)))
     hellos: list[dict[str, Any]] = []
     problems: list[str] = []
-    for target in targets:
-        result = results[target.label]
-        info = parse_hello(result.stdout) if result.ok else None
+    for target, (info, problem) in zip(targets, answers):
         if info is None:
-            problems.append(result.error or f"{target.label}: no answer from the agent "
-                            f"({(result.stderr.strip().splitlines() or ['?'])[-1][:200]})")
+            problems.append(problem or f"{target.label}: no answer from the agent")
         elif not info.get("torch"):
             problems.append(f"{target.label}: {INSTALL_HINT} (for {info.get('python')})")
         hellos.append(info or {})
@@ -324,13 +345,18 @@ def run_multi_node(opts: BenchOptions, progress: Progress,
     labels = [t.label if h.get("hostname") in (None, t.label) else f"{t.label} ({h['hostname']})"
               for t, h in zip(targets, hellos)]
     monitor = Monitor(opts, progress, labels)
+    monitor.kept = session is not None
     if watch is not None:
         watch.append(monitor)
     try:
         for node, target in enumerate(targets):
-            data = json.dumps(agent_spec(opts, backend, node, counts, master))
+            spec = agent_spec(opts, backend, node, counts, master)
+            if session is not None:
+                monitor.processes.append(session.run(node, spec, monitor.line_handler(node),
+                                                     monitor.stderr_handler(node)))
+                continue
             monitor.processes.append(ssh.start(
-                target, [python, "-m", "ncclcheck.bench.agent"], input=data,
+                target, [python, "-m", "ncclcheck.bench.agent"], input=json.dumps(spec),
                 deadline=run_deadline(opts), on_stdout_line=monitor.line_handler(node),
                 on_stderr_line=monitor.stderr_handler(node)))
     except BaseException:

@@ -51,6 +51,10 @@ class Monitor:
         self.log_dirs: dict[int, str] = {}
         self.pair_events: list[dict[str, Any]] = []  #: bench --pairwise: each rank's pairs
         self.ready = False
+        #: a session's run (:mod:`ncclcheck.bench.session`): the agents stay after ``done``,
+        #: and this run's deadline is kept here (their watchdogs' is the session's)
+        self.kept = False
+        self.deadline_s = run_deadline(opts)
 
     def line_handler(self, node: int) -> Callable[[str], None]:
         """A stdout callback for node ``node``'s agent (called on a drain thread)."""
@@ -130,7 +134,7 @@ class Monitor:
         if code == 255:
             text = ssh_failure(label, stderr)
         elif code == 124:
-            text = f"{label}: stopped by the remote deadline ({run_deadline(self.opts):g} s)"
+            text = f"{label}: stopped by the remote deadline ({self.deadline_s:g} s)"
         elif code >= 128:
             text = f"{label}: agent killed by signal {code - 128} (exit {code})"
         elif code < 0:
@@ -143,9 +147,10 @@ class Monitor:
 
     def wait(self) -> dict[str, Any]:
         """Watch until every agent is done (the document) or something failed (raise)."""
-        last_event = time.monotonic()
+        last_event = started = time.monotonic()
         ended: set[int] = set()
         first_failure: float | None = None
+        finished = False
         try:
             while True:
                 try:
@@ -171,11 +176,17 @@ class Monitor:
                     if now - first_failure >= FAILURE_GRACE_S or len(ended) == len(self.processes):
                         raise NcclcheckError(self.failure_message())
                     continue
-                if len(ended) == len(self.processes) and self.processes:
+                everyone = ended if not self.kept else self.done_nodes
+                if len(everyone) == len(self.processes) and self.processes:
                     if self.result is None:
                         raise NcclcheckError("rank 0 ended without a result "
                                              f"({'; '.join(self.stderr_tail.get(0, [])[-2:])})")
+                    finished = True
                     return self.result
+                if self.kept and now - started > self.deadline_s:
+                    self.failures.append(Failure(0, f"stopped at the run's deadline "
+                                                    f"({self.deadline_s:g} s)"))
+                    raise NcclcheckError(self.failure_message())
                 if continue_draining:
                     continue
                 limit = (stall_limit(self.opts) if self.ready
@@ -188,7 +199,8 @@ class Monitor:
                     raise NcclcheckError(self.failure_message())
         finally:
             self.progress.stop()
-            self.stop_all()
+            if not (finished and self.kept):     # a session's agents stay for the next run
+                self.stop_all()
 
     def drain(self) -> None:
         """Handle every event already queued."""

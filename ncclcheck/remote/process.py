@@ -198,6 +198,17 @@ class RemoteProcess:
         if not keep_open:
             self.close_stdin()
 
+    def send(self, data: bytes) -> bool:
+        """Write ``data`` to ssh's stdin (a session's next request: the remote watchdog passes
+        it on with ``--stdin-bytes -1``); False when the pipe is closed or broken."""
+        with self._stdin_lock:
+            try:
+                self._popen.stdin.write(data)
+                self._popen.stdin.flush()
+                return True
+            except (OSError, ValueError):
+                return False
+
     @property
     def pid(self) -> int:
         """The local ssh process id."""

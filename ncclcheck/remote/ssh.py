@@ -118,11 +118,14 @@ class SSH:
     def start(self, target: Target, remote_argv: list[str], env: dict | None = None,
               input: str | bytes | None = None, deadline: float | None = None,
               on_stdout_line: Callable[[str], None] | None = None,
-              on_stderr_line: Callable[[str], None] | None = None) -> RemoteProcess:
+              on_stderr_line: Callable[[str], None] | None = None,
+              stream: bool = False) -> RemoteProcess:
         """Start ``remote_argv`` on ``target`` and return at once.
 
         Args:
             input: bytes for the command's stdin (then closed); without it stdin is /dev/null.
+            stream: the command's stdin stays open for what :meth:`RemoteProcess.send` writes
+                later, after ``input`` (the watchdog's ``--stdin-bytes -1``).
             deadline: seconds after which the remote watchdog stops the command (exit 124).
             on_stdout_line, on_stderr_line: called from the drain thread for each output line.
 
@@ -130,7 +133,8 @@ class SSH:
             NcclcheckError: the ssh binary could not be started.
         """
         data = input.encode() if isinstance(input, str) else (input or b"")
-        argv = self.argv(target, self.wrap(remote_argv, deadline, len(data)), env)
+        argv = self.argv(target, self.wrap(remote_argv, deadline, -1 if stream else len(data)),
+                         env)
         process = RemoteProcess(target, argv, data, keep_stdin_open=self.watchdog,
                                 on_stdout_line=on_stdout_line, on_stderr_line=on_stderr_line)
         process.program = self.remote_python if self.watchdog else str(remote_argv[0])

@@ -15,8 +15,9 @@ SIGKILL two seconds later -- when:
 
 It registers as a child subreaper, so processes that leave the group (``setsid``, double forks)
 are re-parented to it and stopped too. The first ``--stdin-bytes`` bytes of stdin are passed to
-the child's stdin, which is then closed; without it the child's stdin is ``/dev/null``. The exit
-code is the child's (128+N when signal N ended it).
+the child's stdin, which is then closed; ``--stdin-bytes -1`` passes all of it as it comes (a
+session's requests, :class:`ncclcheck.bench.session.Session`); without it the child's stdin is
+``/dev/null``. The exit code is the child's (128+N when signal N ended it).
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class Supervisor:
         Writing to the child happens in another thread, so a child that does not read its
         input cannot delay noticing end of file.
         """
-        left = self.stdin_bytes
+        left = self.stdin_bytes if self.stdin_bytes >= 0 else -1        # -1: all of it
         chunks: "queue.Queue[bytes | None]" = queue.Queue()
         if self.child is not None and self.child.stdin is not None:
             threading.Thread(target=self._feed, args=(chunks, self.child.stdin),
@@ -124,7 +125,9 @@ class Supervisor:
                 chunk = b""
             if not chunk:
                 break
-            if left > 0:
+            if left < 0:
+                chunks.put(chunk)
+            elif left > 0:
                 chunks.put(chunk[:left])
                 left -= len(chunk[:left])
                 if left == 0:
@@ -219,7 +222,7 @@ class Supervisor:
         try:
             self.child = subprocess.Popen(
                 self.argv, start_new_session=True,
-                stdin=subprocess.PIPE if self.stdin_bytes > 0 else subprocess.DEVNULL)
+                stdin=subprocess.PIPE if self.stdin_bytes else subprocess.DEVNULL)
         except OSError as exc:
             self._say(f"cannot run {self.argv[0]}: {exc.strerror or exc}")
             return 127
@@ -258,7 +261,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--deadline", type=float, metavar="S",
                         help="Stop the command after S seconds (exit 124).")
     parser.add_argument("--stdin-bytes", type=int, default=0, metavar="N",
-                        help="Pass the first N bytes of stdin to the command.")
+                        help="Pass the first N bytes of stdin to the command (-1: all of "
+                             "it, as it comes).")
     parser.add_argument("--grace", type=float, default=2.0, metavar="S",
                         help="Seconds between SIGTERM and SIGKILL (default 2).")
     parser.add_argument("--no-stdin-watch", action="store_true",
@@ -277,7 +281,7 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error("no command after --")
     if opts.deadline is not None and opts.deadline <= 0:
         build_parser().error("--deadline must be positive")
-    return Supervisor(command, opts.deadline, max(0, opts.stdin_bytes), opts.grace,
+    return Supervisor(command, opts.deadline, max(-1, opts.stdin_bytes), opts.grace,
                       not opts.no_stdin_watch).run()
 
 

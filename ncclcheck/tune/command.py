@@ -140,10 +140,25 @@ def run_options(req: TuneRequest, env: dict[str, str], clock: Clock) -> Any:
     return opts
 
 
-def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str, Any]:
-    """One bench run of ``env`` (bench's own options and launcher); a run record. A run that
-    the end of the budget stops is recorded with its error beginning :data:`CUT`, and ends the
-    measuring (``clock.stopped``)."""
+def open_session(req: TuneRequest, clock: Clock) -> Any:
+    """The agents every run over ssh shares (:mod:`ncclcheck.bench.session`: one ssh, one
+    interpreter and one torch import per node for the whole tune, not per run); None through
+    Slurm (each run is an srun step)."""
+    if not req.hostfile or req.launcher == "slurm":
+        return None
+    from ncclcheck.bench.session import Session
+    from ncclcheck.remote.ssh import SSH
+
+    ssh = SSH(ssh_config=req.ssh_config, connect_timeout=req.connect_timeout,
+              remote_python=req.remote_python)
+    return Session(req.hostfile, req.nodes, ssh, max(MIN_RUN_S, clock.left()))
+
+
+def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock,
+               session: Any = None) -> dict[str, Any]:
+    """One bench run of ``env`` (bench's own options and launcher, ``session``'s agents when
+    given); a run record. A run that the end of the budget stops is recorded with its error
+    beginning :data:`CUT`, and ends the measuring (``clock.stopped``)."""
     from ncclcheck.bench import launch
     from ncclcheck.bench.options import Progress
 
@@ -151,7 +166,7 @@ def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str,
     started = time.monotonic()
     record: dict[str, Any] = {"peak_busbw_gbps": None, "avg_busbw_gbps": None, "error": None}
     try:
-        doc = launch.run(opts, Progress())
+        doc = launch.run(opts, Progress(), session=session)
     except BadInput:
         raise
     except NcclcheckError as exc:
@@ -178,9 +193,10 @@ def bench_once(req: TuneRequest, env: dict[str, str], clock: Clock) -> dict[str,
 
 def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progress: Any,
             baseline: str, rounds: list[dict[str, Any]],
-            resolves: dict[str, str] | None = None) -> None:
+            resolves: dict[str, str] | None = None, session: Any = None) -> None:
     """``req.repeats`` rounds over the measurable candidates (varying order, early stop);
-    ``resolves``: the interface gloo would use for each (:func:`plan.same_run`)."""
+    ``resolves``: the interface gloo would use for each (:func:`plan.same_run`); ``session``:
+    the agents the runs share (:func:`open_session`)."""
     active = [c for c in cands if c["measure"]]
     by_id = {c["id"]: c for c in active}
     for cand in active:
@@ -209,7 +225,8 @@ def measure(cands: list[dict[str, Any]], req: TuneRequest, clock: Clock, progres
                 return
             cand = by_id[cid]
             progress.running(f"round {r}/{req.repeats}: {cand['label']}")
-            run = {"round": r, "position": position + 1, **bench_once(req, cand["env"], clock)}
+            run = {"round": r, "position": position + 1,
+                   **bench_once(req, cand["env"], clock, session)}
             record(cand, run, cid)
             if clock.stopped:  # the budget ended inside this run
                 return
@@ -265,7 +282,32 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
     progress.start(sum(c["measure"] for c in stage1) * req.repeats)
     rounds: list[dict[str, Any]] = []
     resolves = gloo_interfaces(stage1, nodes) if backend == "gloo" else {}
-    measure(stage1, req, clock, progress, BASELINE, rounds, resolves)
+    session = open_session(req, clock)
+    try:
+        measure(stage1, req, clock, progress, BASELINE, rounds, resolves, session)
+        winner, decision, stage2 = second_stage(req, clock, progress, rec, stage1, rounds,
+                                                backend, transport, session)
+    finally:
+        if session is not None:
+            session.close()
+    progress.stop()
+    final = final_recommendation(rec, winner, decision)
+    text = render_env(final, req.fmt)
+    verify = None
+    if req.verify:
+        progress.note("verifying the env file with libnccl")
+        verify = verify_env(final, nodes, req, clock.verify_timeout())
+    doc = tune_document(req, rec, nodes, backend, transport, stage1 + stage2, rounds, decision,
+                        winner, final, clock, verify)
+    return doc, final, text
+
+
+def second_stage(req: TuneRequest, clock: Clock, progress: Any, rec: dict[str, Any],
+                 stage1: list[dict[str, Any]], rounds: list[dict[str, Any]], backend: str,
+                 transport: str, session: Any) -> tuple[dict[str, Any], dict[str, Any],
+                                                        list[dict[str, Any]]]:
+    """The first stage's decision, then (on Socket with NCCL) helper threads x sockets over its
+    winner: (winner, decision, the second stage's candidates)."""
     # the rules' env may equal NCCL's defaults or one link's: then that candidate holds it
     rules = holder(stage1, rec.get("env") or {})
     decision = plan.decide([c for c in stage1 if c.get("figures")], BASELINE, rules)
@@ -277,22 +319,13 @@ def tune(req: TuneRequest, progress: Any = None) -> tuple[dict[str, Any], dict[s
         reference = {**winner, "stage": 2, "runs": [], "figures": [], "stopped": None,
                      "sources": ["stage 1's winner, the reference of stage 2"]}
         stage2 = [reference] + stage2
-        measure(stage2, req, clock, progress, reference["id"], rounds)
+        measure(stage2, req, clock, progress, reference["id"], rounds, session=session)
         second = plan.decide([reference] + [c for c in stage2 if c.get("figures")],
                              reference["id"], reference["id"])
         if second["significant"]:
             decision = {**second, "why": decision["why"] + "; then " + second["why"]}
             winner = next(c for c in stage2[1:] if c["id"] == second["id"])
-    progress.stop()
-    final = final_recommendation(rec, winner, decision)
-    text = render_env(final, req.fmt)
-    verify = None
-    if req.verify:
-        progress.note("verifying the env file with libnccl")
-        verify = verify_env(final, nodes, req, clock.verify_timeout())
-    doc = tune_document(req, rec, nodes, backend, transport, stage1 + stage2, rounds, decision,
-                        winner, final, clock, verify)
-    return doc, final, text
+    return winner, decision, stage2
 
 
 def hold_list(winner: dict[str, Any], decision: dict[str, Any],

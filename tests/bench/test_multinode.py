@@ -171,3 +171,54 @@ def test_a_master_addr_the_first_node_lacks_is_refused_before_anything_starts(ma
                           f"rendezvous store (it has {has})\n")
     assert time.monotonic() - started < 15
     assert ours_left(c) == []
+
+
+def test_a_session_keeps_one_agent_per_node_across_runs_and_a_failed_run_starts_a_new_one(
+        make_cluster):
+    """tune's runs over ssh (ncclcheck/bench/session.py): each node's agent (and its torch) is
+    started once for many runs, each run still gets the candidate's interface; a failed run
+    stops the agents, the next starts new ones; closing the session leaves nothing."""
+    from ncclcheck.bench import launch
+    from ncclcheck.bench.command import BenchRequest, bench_options
+    from ncclcheck.bench.session import Session
+    from ncclcheck.errors import NcclcheckError
+    from ncclcheck.remote.ssh import SSH
+
+    c = make_cluster(2, links=LINKS)
+
+    def run(session, ifname=None):
+        req = BenchRequest(hostfile=c.hostfile, ssh_config=c.ssh_config, min_bytes="1K",
+                           max_bytes="8K", iters=2, warmup=1, timeout=30)
+        env = {"NCCL_SOCKET_IFNAME": f"={ifname}"} if ifname else {}     # None: NCCL's default
+        return launch.run(bench_options(req, env), session=session)
+
+    def agents(node):
+        return [pid for pid, cmd in cmdlines(c, node).items()
+                if "ncclcheck.bench.agent --serve" in cmd and "watchdog" not in cmd]
+
+    session = Session(c.hostfile, None, SSH(ssh_config=c.ssh_config), 120)
+    try:
+        first = run(session)
+        kept = {node: agents(node) for node in ("node1", "node2")}
+        assert all(len(pids) == 1 for pids in kept.values()), kept
+        second = run(session, "eth1")
+        # the baseline after a candidate: nothing of eth1's run is left in the agents (tune's
+        # first version measured its baseline on the previous candidate's interface)
+        third = run(session)
+        assert {node: agents(node) for node in kept} == kept and session.starts == 1
+        for doc, ifname in ((first, "eth0"), (second, "eth1"), (third, "eth0")):
+            assert (doc["world_size"], doc["nodes"], doc["wrong_total"]) == (
+                2, ["node1", "node2"], 0)
+            assert doc["transport"]["interfaces"] == [ifname]
+            assert doc["launch"]["mode"] == "ssh"
+        assert "NCCL_SOCKET_IFNAME" not in third["env"] and third["candidate_env"] == {}
+        with pytest.raises(NcclcheckError, match="nope0"):
+            run(session, "nope0")
+        assert not session.alive()
+        assert run(session)["wrong_total"] == 0 and session.starts == 2
+    finally:
+        session.close()
+    end = time.monotonic() + 10
+    while ours_left(c) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert ours_left(c) == []

@@ -35,7 +35,7 @@ def bench(monkeypatch):
     started = []
     taken = {k: list(v) for k, v in GBPS.items()}
 
-    def bench_once(req, env, clock):
+    def bench_once(req, env, clock, session=None):
         spec = env.get(IFNAME, "")
         used = spec.lstrip("=").split(",")[0] if spec else "eth0"
         started.append(used)

@@ -96,13 +96,13 @@ def test_tune_picks_the_fastest_link_alone_and_never_measures_the_traps(cluster,
 
 def test_budget_is_kept(cluster, tmp_path):
     started = time.monotonic()
-    # 30 s: a few runs fit (probe, then runs of a few seconds each), the 8 runs of the whole
-    # plan (the acceptance test's) do not
-    out = tune(cluster, "--budget", "30s", "--doc", str(tmp_path / "tune.json"),
+    # 20 s: a few runs fit (probe, then runs of 1.5-5 s each on one session's agents), the 8
+    # runs of the whole plan (the acceptance test's: about 25 s here) do not
+    out = tune(cluster, "--budget", "20s", "--doc", str(tmp_path / "tune.json"),
                "-o", str(tmp_path / "nccl.env"), timeout=120)
     elapsed = time.monotonic() - started
     assert out.returncode == 0, out.stderr[-3000:]
-    assert elapsed < 30 + 10, f"--budget 30s took {elapsed:.0f} s"
+    assert elapsed < 20 + 10, f"--budget 20s took {elapsed:.0f} s"
     doc = json.loads((tmp_path / "tune.json").read_text())
     assert doc["budget"]["stopped"] and "budget" in doc["budget"]["stopped"]
     runs = sum(len(c["runs"]) for c in doc["candidates"])
