@@ -13,7 +13,7 @@ already there.
 
 Usage::
 
-    sudo python3 scripts/bench-session.py [--runs 4] [--repeats 3]
+    .venv/bin/python scripts/bench-session.py [--runs 4] [--repeats 3]   # as root, with torch
 
 On a loaded machine the seconds move; the ratio much less. It prints ratios, not timings to
 compare across machines.
@@ -49,6 +49,7 @@ def main() -> int:
                                                   str(ROOT / "scripts" / "netns-cluster"))
     spec = importlib.util.spec_from_loader("netns_cluster", loader)
     netns = importlib.util.module_from_spec(spec)
+    sys.modules["netns_cluster"] = netns        # its dataclasses look their module up
     loader.exec_module(netns)
 
     per_run: dict[str, list[float]] = {"new agents each run": [], "one session": []}
