@@ -133,22 +133,27 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
     failed: list[str] = []
     labels = envfile.content_labels([env for _, env in candidates],
                                     [path for path, _ in candidates])
-    for (path, env), opts, label in zip(candidates, options, labels):
-        err.print(f"bench: running {label} ({path}, {len(env)} settings)", highlight=False,
-                  markup=False)
-        try:
-            doc = launch.run(opts, progress_for(out, req.as_json))
-        except NcclcheckError as exc:
-            if isinstance(exc, BadInput):
-                raise
-            failed.append(f"{label}: {exc}")
-            runs.append({"label": label, "env_file": path, "env": env, "error": str(exc),
-                         "bench": {"rows": [], "candidate_env": env}})
-            continue
-        if doc is None:
-            return
-        attach_expected(doc, req)
-        runs.append({"label": label, "env_file": path, "env": env, "bench": doc})
+    session = compare_session(req, options)
+    try:
+        for (path, env), opts, label in zip(candidates, options, labels):
+            err.print(f"bench: running {label} ({path}, {len(env)} settings)",
+                      highlight=False, markup=False)
+            try:
+                doc = launch.run(opts, progress_for(out, req.as_json), session=session)
+            except NcclcheckError as exc:
+                if isinstance(exc, BadInput):
+                    raise
+                failed.append(f"{label}: {exc}")
+                runs.append({"label": label, "env_file": path, "env": env, "error": str(exc),
+                             "bench": {"rows": [], "candidate_env": env}})
+                continue
+            if doc is None:
+                return
+            attach_expected(doc, req)
+            runs.append({"label": label, "env_file": path, "env": env, "bench": doc})
+    finally:
+        if session is not None:
+            session.close()
     doc = compare_document(runs)
     write_outputs(doc, req, render_compare(doc), err, to_file=len(failed) < len(runs))
     wrong = sum(r["bench"].get("wrong_total") or 0 for r in runs)
@@ -156,6 +161,21 @@ def run_compare(req: BenchRequest, out: Any, err: Any) -> None:
         raise NcclcheckError("; ".join(failed))
     if wrong:
         raise NcclcheckError(f"{wrong} wrong elements (#wrong) across the compared runs")
+
+
+def compare_session(req: BenchRequest, options: list[Any]) -> Any:
+    """Over ssh (``--hostfile``), one agent per node for all the compared runs, as tune's
+    (:mod:`ncclcheck.bench.session`), alive at most as long as the runs' deadlines together;
+    else None (each run is launched alone)."""
+    if not req.hostfile or req.launcher == "slurm":
+        return None
+    from ncclcheck.bench.options import run_deadline
+    from ncclcheck.bench.session import Session
+    from ncclcheck.remote.ssh import SSH
+
+    ssh = SSH(ssh_config=req.ssh_config, connect_timeout=req.connect_timeout,
+              remote_python=req.remote_python)
+    return Session(req.hostfile, req.nodes, ssh, sum(run_deadline(o) for o in options))
 
 
 def run_pairwise(req: BenchRequest, err: Any) -> None:
