@@ -287,12 +287,12 @@ def serve(current: list[Agent]) -> int:
         if not isinstance(request, dict) or request.get("op") not in ("hello", "run"):
             print(f"ncclcheck agent: not a request: {raw[:200]!r}", file=sys.stderr, flush=True)
             return 2
+        os.environ.clear()            # a variable one candidate set is not the next one's
+        os.environ.update(base)
         if request["op"] == "hello":
             sys.stdout.write(json.dumps(hello()) + "\n")
             sys.stdout.flush()
             continue
-        os.environ.clear()            # a variable one candidate set is not the next one's
-        os.environ.update(base)
         current[:] = [Agent(request["spec"])]
         code = current[0].run()
         current.clear()

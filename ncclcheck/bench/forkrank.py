@@ -55,6 +55,14 @@ point is checked (``tests/bench/test_forkrank.py``):
 When the import fails in the agent (torch missing or broken), :func:`load_worker` returns None and
 the agent spawns ``python -m ncclcheck.bench.worker`` as before, so the rank's own error and its
 stderr tail reach the user unchanged.
+
+An agent kept for many runs (``--serve``: tune's candidates, ``bench --compare``) imports torch at
+its first run only. A later run forks from that import only when every variable read at import
+is what that run's ranks would have (all shared variables but :data:`PER_RUN`, which are read
+after the import, in the rank: NCCL's at its first communicator, gloo's at its process group,
+the rendezvous and the worker's spec when the worker starts); where one differs (a candidate that
+sets ``TORCH_DISTRIBUTED_DEBUG`` or ``OMP_NUM_THREADS``), its ranks are spawned, each importing
+torch under its own variables.
 """
 
 from __future__ import annotations
@@ -76,6 +84,25 @@ from typing import Any, Callable
 WORKER_MODULE = "ncclcheck.bench.worker"
 #: The agent's handlers, undone in each rank.
 AGENT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+#: Variables nothing reads while the worker is imported (prefixes, then names): a later run of a
+#: kept agent may set them otherwise and still fork from the first run's import.
+PER_RUN = ("NCCL_", "GLOO_")
+PER_RUN_NAMES = frozenset({"MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                           "GROUP_RANK", "NODE_RANK", "NCCLCHECK_BENCH_SPEC",
+                           "NCCLCHECK_BENCH_AGENT"})
+#: The import this process made: the variables read at it (:func:`read_at_import`) and what it
+#: printed, for a kept agent's later runs.
+_IMPORTED: dict[str, Any] = {}
+
+
+def read_at_import(env: dict[str, str]) -> dict[str, str]:
+    """``env`` without the variables only a rank reads, after the import (:data:`PER_RUN`).
+
+    >>> read_at_import({"NCCL_ALGO": "Ring", "MASTER_PORT": "1", "OMP_NUM_THREADS": "1"})
+    {'OMP_NUM_THREADS': '1'}
+    """
+    return {k: v for k, v in env.items()
+            if not k.startswith(PER_RUN) and k not in PER_RUN_NAMES}
 
 
 def shared_environment(envs: list[dict[str, str]]) -> dict[str, str]:
@@ -91,8 +118,15 @@ def shared_environment(envs: list[dict[str, str]]) -> dict[str, str]:
 def load_worker(env: dict[str, str]) -> tuple[Callable[[], int], bytes] | None:
     """Import the worker (torch) in this process under ``env`` (the ranks' shared variables);
     its ``main`` and what the import printed, or None when the ranks must be spawned instead
-    (the import failed, or left CUDA initialised or a second thread running)."""
+    (the import failed, or left CUDA initialised or a second thread running, or this process
+    imported it under other variables read at import: see the module's docstring)."""
     os.environ.update(env)
+    if _IMPORTED:                              # a kept agent's later run
+        worker = sys.modules[WORKER_MODULE]
+        if (read_at_import(env) != _IMPORTED["env"] or worker.torch.cuda.is_initialized()
+                or threading.active_count() != 1):
+            return None
+        return worker.main, _IMPORTED["printed"]
     sys.stdout.flush()
     sys.stderr.flush()
     saved = os.dup(2)
@@ -110,6 +144,7 @@ def load_worker(env: dict[str, str]) -> tuple[Callable[[], int], bytes] | None:
         text = printed.read()
     if worker.torch.cuda.is_initialized() or threading.active_count() != 1:
         return None
+    _IMPORTED.update(env=read_at_import(env), printed=text)
     return worker.main, text
 
 

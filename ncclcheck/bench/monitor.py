@@ -133,6 +133,8 @@ class Monitor:
         label = self.labels[node]
         if code == 255:
             text = ssh_failure(label, stderr)
+        elif code == 124 and self.kept:
+            text = f"{label}: stopped by the remote deadline of the agents' session"
         elif code == 124:
             text = f"{label}: stopped by the remote deadline ({self.deadline_s:g} s)"
         elif code >= 128:

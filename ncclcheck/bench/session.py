@@ -24,11 +24,12 @@ from typing import Any, Callable, Optional
 
 from ncclcheck.hostfile import Target, load_hostfile
 from ncclcheck.remote.process import RemoteProcess
-from ncclcheck.remote.quoting import ssh_failure
 from ncclcheck.remote.ssh import SSH
 
 #: Seconds the agents may outlive the deadline they were started for (their watchdog's).
 MARGIN_S = 30.0
+#: Seconds :meth:`Session.close` waits for the nodes to stop their agents, all together.
+CLOSE_WAIT_S = 5.0
 
 Sink = Callable[[str], None]
 
@@ -54,81 +55,83 @@ class Session:
 
     def _start(self) -> None:
         self.close()
-        self.answers = queue.Queue()
+        # this start's own queue and sinks: a closed agent's last lines (its drain thread
+        # outlives close() a moment) reach the objects of its start, never the next one's
         n = len(self.targets)
-        self.out, self.err = [None] * n, [None] * n
+        self.answers, self.out, self.err = queue.Queue(), [None] * n, [None] * n
         argv = [self.ssh.remote_python, "-m", "ncclcheck.bench.agent", "--serve"]
         deadline = max(1.0, self.ends_at - time.monotonic())
         try:
             for node, target in enumerate(self.targets):
                 self.processes.append(self.ssh.start(
                     target, argv, deadline=deadline, stream=True,
-                    on_stdout_line=self._stdout(node), on_stderr_line=self._stderr(node)))
+                    on_stdout_line=self._stdout(node, self.answers, self.out),
+                    on_stderr_line=self._stderr(node, self.err)))
         except BaseException:
             self.close()
             raise
         self.starts += 1
 
-    def _stdout(self, node: int) -> Sink:
+    @staticmethod
+    def _stdout(node: int, answers: queue.Queue, out: list[Optional[Sink]]) -> Sink:
         def line(text: str) -> None:
             if text.startswith('{"ev": "hello"'):
                 try:
-                    self.answers.put((node, json.loads(text)))
+                    answers.put((node, json.loads(text)))
                     return
                 except ValueError:
                     pass
-            sink = self.out[node]
+            sink = out[node]
             if sink is not None:
                 sink(text)
         return line
 
-    def _stderr(self, node: int) -> Sink:
+    @staticmethod
+    def _stderr(node: int, err: list[Optional[Sink]]) -> Sink:
         def line(text: str) -> None:
-            sink = self.err[node]
+            sink = err[node]
             if sink is not None:
                 sink(text)
         return line
 
     def hello(self, timeout: float) -> list[tuple[Optional[dict[str, Any]], Optional[str]]]:
-        """Every node's hello (or None) and what went wrong there (or None), as
-        :func:`~ncclcheck.remote.ssh.run_all` of ``agent --hello`` gives them; the session is
-        started first when it is not alive."""
+        """Every node's hello (or None) and what went wrong there (or None), worded as the
+        one-run launch words them (:meth:`RemoteProcess.result`); the session is started first
+        when it is not alive, and closed when a node did not answer."""
         if not self.alive():
             self._start()
-        while not self.answers.empty():               # a late answer of an earlier call
-            self.answers.get_nowait()
+        answers = self.answers
+        while not answers.empty():                    # a late answer of an earlier call
+            answers.get_nowait()
         for process in self.processes:
             process.send(b'{"op": "hello"}\n')
         got: dict[int, dict[str, Any]] = {}
         end = time.monotonic() + timeout
         while len(got) < len(self.processes) and time.monotonic() < end:
+            waiting = [p for n, p in enumerate(self.processes) if n not in got]
+            if all(p.poll() is not None for p in waiting):
+                time.sleep(0.2)                       # every one left has ended: its last lines
+                while not answers.empty():
+                    node, event = answers.get_nowait()
+                    got[node] = event
+                break
             try:
-                node, event = self.answers.get(timeout=0.1)
+                node, event = answers.get(timeout=0.1)
                 got[node] = event
             except queue.Empty:
-                if any(p.poll() is not None for n, p in enumerate(self.processes)
-                       if n not in got):
-                    time.sleep(0.2)                   # its last lines
-                    while not self.answers.empty():
-                        node, event = self.answers.get_nowait()
-                        got[node] = event
-                    break
+                pass
         out: list[tuple[Optional[dict[str, Any]], Optional[str]]] = []
         for node, (target, process) in enumerate(zip(self.targets, self.processes)):
             if node in got:
                 out.append((got[node], None))
-                continue
-            code = process.poll()
-            stderr = process.stderr.text()
-            last = (stderr.strip().splitlines() or ["?"])[-1][:200]
-            if code == 255:
-                why = ssh_failure(target.label, stderr)
-            elif code is None:
-                why = f"{target.label}: timed out after {timeout:g} s"
+            elif process.poll() is None:
+                out.append((None, f"{target.label}: timed out after {timeout:g} s"))
             else:
-                why = f"{target.label}: no answer from the agent ({last})"
-            out.append((None, why))
-        if any(why for _, why in out):
+                result = process.result(1.0)
+                last = (result.stderr.strip().splitlines() or ["?"])[-1][:200]
+                out.append((None, result.error
+                            or f"{target.label}: no answer from the agent ({last})"))
+        if len(got) < len(self.processes):
             self.close()
         return out
 
@@ -139,11 +142,13 @@ class Session:
         return self.processes[node]
 
     def close(self) -> None:
-        """Stop every agent of the session (their watchdogs stop what is left) and wait."""
+        """Stop every agent of the session (their watchdogs stop what is left) and wait, at
+        most :data:`CLOSE_WAIT_S` for all of them together, then stop what is left."""
         for process in self.processes:
             process.close_stdin()
+        end = time.monotonic() + CLOSE_WAIT_S
         for process in self.processes:
-            process.wait(5.0)
+            process.wait(max(0.0, end - time.monotonic()))
         for process in self.processes:
             try:
                 process.stop()

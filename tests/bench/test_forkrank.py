@@ -194,3 +194,29 @@ def test_hello_imports_no_torch():
                          timeout=60)
     hello, loaded = out.stdout.splitlines()[-2:]
     assert json.loads(hello)["ev"] == "hello" and loaded == "False False", out.stderr[-2000:]
+
+
+KEPT = """
+import json, os
+from ncclcheck.bench import forkrank
+base = {"OMP_NUM_THREADS": "1", "MASTER_PORT": "29501", "NCCL_SOCKET_IFNAME": "=eth0"}
+first = forkrank.load_worker(base)
+later = forkrank.load_worker({**base, "MASTER_PORT": "29502", "NCCL_SOCKET_IFNAME": "=eth1",
+                              "GLOO_SOCKET_IFNAME": "eth1", "NCCL_ALGO": "Ring"})
+debug = forkrank.load_worker({**base, "TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+threads = forkrank.load_worker({**base, "OMP_NUM_THREADS": "2"})
+print(json.dumps([x is not None for x in (first, later, debug, threads)]
+                 + [first is not None and later is not None and first[1] == later[1]]))
+"""
+
+
+def test_a_kept_agent_forks_a_later_run_only_under_the_variables_torch_read_at_import():
+    """A session's agent (bench/session.py) imported torch under its first run's variables: a
+    later run that differs only in what the rank reads after the import (NCCL's, gloo's, the
+    rendezvous) forks from it; one that sets what torch or libgomp read at import
+    (TORCH_DISTRIBUTED_DEBUG, OMP_NUM_THREADS) is spawned, as the review of the session found
+    (it was measured under the first run's)."""
+    out = subprocess.run([sys.executable, "-c", KEPT], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [True, True, False, False, True]

@@ -222,3 +222,39 @@ def test_a_session_keeps_one_agent_per_node_across_runs_and_a_failed_run_starts_
     while ours_left(c) and time.monotonic() < end:
         time.sleep(0.2)
     assert ours_left(c) == []
+
+
+def test_a_session_words_a_node_that_refuses_ssh_as_a_one_run_launch_does(make_cluster,
+                                                                           tmp_path):
+    """node1 is healthy, the second host refuses the connection at once (the root namespace's
+    address: no sshd there). The session's hello waits for node1's answer instead of calling it
+    timed out, and says what the one-run launch says (the review of the session found both)."""
+    import ipaddress
+
+    from ncclcheck.bench import launch
+    from ncclcheck.bench.command import BenchRequest, bench_options
+    from ncclcheck.bench.session import Session
+    from ncclcheck.errors import NcclcheckError
+    from ncclcheck.remote.ssh import SSH
+
+    c = make_cluster(2, links=LINKS)
+    refusing = str(next(ipaddress.ip_network(c.links[0]["subnet"]).hosts()))
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"{c.nodes[0].addr}\n{refusing}\n")
+    req = BenchRequest(hostfile=str(hostfile), ssh_config=c.ssh_config, min_bytes="1K",
+                       max_bytes="1K", iters=1, warmup=1, timeout=30)
+    said = []
+    for session in (None, Session(str(hostfile), None, SSH(ssh_config=c.ssh_config), 60)):
+        try:
+            with pytest.raises(NcclcheckError) as exc:
+                launch.run(bench_options(req), session=session)
+        finally:
+            if session is not None:
+                session.close()
+        said.append(str(exc.value))
+    assert said[0] == said[1] and said[1].startswith(f"{refusing}: "), said
+    assert "timed out" not in said[1] and c.nodes[0].addr not in said[1], said
+    end = time.monotonic() + 10
+    while ours_left(c) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert ours_left(c) == []
