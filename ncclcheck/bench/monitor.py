@@ -21,6 +21,7 @@ from ncclcheck.bench.options import (
     stall_limit,
 )
 from ncclcheck.errors import NcclcheckError
+from ncclcheck.remote.process import stop_together
 
 #: Where a rank's rendezvous error names a firewall (:func:`ncclcheck.bench.meet.firewall_hint`).
 HINT = ": a firewall on "
@@ -235,17 +236,7 @@ class Monitor:
         then exit, which ends the ssh: so a finished ssh means nothing is left on that node.
         What has not ended after :data:`STOP_WAIT_S` is terminated, then killed.
         """
-        live = [p for p in self.processes if p.poll() is None]
-        for process in live:
-            process.close_stdin()
-        end = time.monotonic() + STOP_WAIT_S
-        for process in live:
-            process.wait(max(0.0, end - time.monotonic()))
-        for process in self.processes:
-            try:
-                process.stop()
-            except Exception:  # noqa: BLE001 - best effort; keep stopping the others
-                pass
+        stop_together(self.processes, STOP_WAIT_S)
 
 
 def merge_rank_messages(messages: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ncclcheck.hostfile import Target, load_hostfile
-from ncclcheck.remote.process import RemoteProcess
+from ncclcheck.remote.process import RemoteProcess, stop_together
 from ncclcheck.remote.ssh import SSH
 
 #: Seconds the agents may outlive the deadline they were started for (their watchdog's).
@@ -144,14 +144,5 @@ class Session:
     def close(self) -> None:
         """Stop every agent of the session (their watchdogs stop what is left) and wait, at
         most :data:`CLOSE_WAIT_S` for all of them together, then stop what is left."""
-        for process in self.processes:
-            process.close_stdin()
-        end = time.monotonic() + CLOSE_WAIT_S
-        for process in self.processes:
-            process.wait(max(0.0, end - time.monotonic()))
-        for process in self.processes:
-            try:
-                process.stop()
-            except Exception:  # noqa: BLE001 - best effort; keep stopping the others
-                pass
+        stop_together(self.processes, CLOSE_WAIT_S)
         self.processes = []

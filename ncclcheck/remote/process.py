@@ -303,6 +303,23 @@ class RemoteProcess:
                             round(time.monotonic() - self.started, 3))
 
 
+def stop_together(processes: list[RemoteProcess], wait_s: float) -> None:
+    """Close the stdin of each of ``processes`` still running (its node's watchdog then stops
+    what it runs, and ssh ends), wait at most ``wait_s`` for all of them together, then stop
+    what is left (SIGTERM, then SIGKILL)."""
+    live = [p for p in processes if p.poll() is None]
+    for process in live:
+        process.close_stdin()
+    end = time.monotonic() + wait_s
+    for process in live:
+        process.wait(max(0.0, end - time.monotonic()))
+    for process in processes:
+        try:
+            process.stop()
+        except Exception:  # noqa: BLE001 - best effort; keep stopping the others
+            pass
+
+
 def stop_all() -> None:
     """Kill every local ssh this process started that is still running (Ctrl-C, exit)."""
     for process in list(_LIVE):
